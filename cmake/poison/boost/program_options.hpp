@@ -1,0 +1,1 @@
+#error "icl_core is numerics only (Eigen): Boost.Program_options belongs in src/cli"

@@ -1,0 +1,10 @@
+#pragma once
+// Subcommands of the icl-sweep executable.  Each returns the process exit code:
+// 0 success, 1 run-time failure (I/O), 2 bad input (nothing was written).
+namespace icl::cli {
+
+int train_main(int argc, char** argv);   // icl-sweep train [options]
+
+constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
+
+}  // namespace icl::cli

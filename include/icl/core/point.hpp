@@ -1,0 +1,68 @@
+#pragma once
+// A grid point: every setting that determines one training run.  Plain data; `train_point` maps it to a
+// Result and nothing else influences that result (see train.hpp).  Option names and value syntax live in
+// options.hpp; the paper conventions behind each field are in ../shared/science.md.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace icl {
+
+enum class Param { full, sparse_a, sparse_ab, diag, gdpp };   // science.md section 2
+enum class Attention { linear, softmax };
+enum class Norm { inv_n, one };                               // c = 1/n ([A23],[A24]) or c = 1 ([VO23],[V24])
+enum class XDist { gaussian, uniform, sphere, gamma };
+enum class CovKind { identity, diag, rotated };
+enum class WPrior { identity, inverse_cov };                  // w ~ N(0, I) or N(0, Sigma^-1)
+enum class NoiseKind { none, fixed, uniform, set };
+enum class Optimizer { adam, adamw, sgd };
+enum class ClipMode { global, matrix };
+enum class Schedule { constant, step, cosine };
+enum class Init { normal, vs_truncated };
+enum class Precision { f32, f64 };
+
+struct Point {
+  // task (science.md section 1)
+  int d = 5;                          // input dimension
+  int n = 20;                         // context length; the query is token n+1
+  XDist x_dist = XDist::gaussian;
+  double x_param = 0.0;               // uniform: half-width a; gamma: shape k (0 = the law's default)
+  CovKind cov = CovKind::identity;    // Sigma of gaussian inputs
+  std::vector<double> cov_spectrum;   // eigenvalues lambda_1..lambda_d (diag, rotated)
+  WPrior w_prior = WPrior::identity;
+  NoiseKind noise = NoiseKind::none;
+  std::vector<double> noise_sigma;    // fixed: {sigma}; uniform: {sigma_max}; set: the support
+  // model (section 2)
+  int layers = 1;
+  int heads = 1;
+  Param param = Param::full;
+  bool tie = false;                   // one layer's weights applied `layers` times
+  Attention attention = Attention::linear;
+  Norm norm = Norm::inv_n;
+  // training (section 3)
+  Optimizer optimizer = Optimizer::adam;
+  double lr = 1e-3;
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  double momentum = 0.9;              // sgd only
+  double weight_decay = 0.0;          // adam, sgd: L2 in the gradient; adamw: decoupled
+  double clip = 0.0;                  // 0 = no clipping
+  ClipMode clip_mode = ClipMode::global;
+  Schedule schedule = Schedule::constant;
+  int64_t warmup = 0;                 // linear warm-up steps (any schedule)
+  int64_t decay_every = 0;            // schedule=step: halve the rate every this many steps
+  int64_t steps = 1000;
+  int batch = 1000;
+  int refresh = 1;                    // fresh tasks every `refresh` steps
+  Init init = Init::normal;
+  double init_scale = 0.05;           // normal: std s; vs_truncated: variance scale init_scale / layers
+  int eval_tasks = 10000;
+  int eval_every = 100;
+  uint64_t seed = 0;
+  Precision precision = Precision::f32;
+};
+
+// Tokens are (d+1)-vectors; a task's token matrix Z is (d+1) x (n+1).
+inline int point_D(const Point& p) { return p.d + 1; }
+inline int point_N(const Point& p) { return p.n + 1; }
+
+}  // namespace icl

@@ -1,0 +1,41 @@
+#pragma once
+// Counter-based random numbers: every draw is a pure function of (key, index), so a task's data depends
+// only on the seed, the stream, the step and the task's index -- never on rank, chunking or order.
+// Keys are SplitMix64 hashes of (seed, stream, a, b); element i of a key is the SplitMix64 output at
+// counter i.  Normals use our own Box-Muller transform (std::normal_distribution differs across
+// standard libraries).
+#include <cstdint>
+
+namespace icl {
+
+// Independent streams of one point.  Values are part of the on-disk reproducibility contract.
+enum class Stream : uint64_t { init = 1, train = 2, eval = 3, rotation = 4, tune = 5, analysis = 6 };
+
+inline uint64_t mix64(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+inline uint64_t rng_key(uint64_t seed, Stream stream, uint64_t a = 0, uint64_t b = 0) {
+  uint64_t k = mix64(seed + 0x9e3779b97f4a7c15ULL);
+  k = mix64(k ^ static_cast<uint64_t>(stream));
+  k = mix64(k ^ (a + 0x632be59bd9b4e019ULL));
+  return mix64(k ^ (b + 0x8cb92ba72f3d8dd7ULL));
+}
+
+inline uint64_t rng_bits(uint64_t key, uint64_t i) { return mix64(key + (i + 1) * 0x9e3779b97f4a7c15ULL); }
+
+// Uniform on the open interval (0, 1), 53 random bits.
+inline double rng_uniform(uint64_t key, uint64_t i) {
+  return (static_cast<double>(rng_bits(key, i) >> 11) + 0.5) * 0x1p-53;
+}
+
+// out[0..count) = standard normals number first..first+count of `key` (count may be odd).
+// Normal j uses uniforms 2*(j/2) and 2*(j/2)+1 of the key: the pair (cos, sin) of one Box-Muller draw.
+void rng_normals(uint64_t key, uint64_t first, int count, double* out);
+
+// A scalar standard normal (the same value rng_normals would give for index i).
+double rng_normal(uint64_t key, uint64_t i);
+
+}  // namespace icl

@@ -1,0 +1,137 @@
+// Thin, checked RAII layer over the HDF5 C API: the only code in icl-sweep that calls HDF5.
+//
+// Every HDF5 call is checked; failures throw H5Error naming the call, the file,
+// the object path and (where relevant) the attribute, plus HDF5's innermost
+// error message. Paths are slash-separated and resolved from the file root.
+// Writers take File&, readers const File&. hid_t is kept out of this header: handles
+// store it as int64_t.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace icl::io {
+
+class H5Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// Owning, move-only handle for any HDF5 id (file, group, dataset, space, ...).
+class Object {
+ public:
+  // Adopts `id` (negative means empty); it is closed on destruction.
+  explicit Object(int64_t id = -1) noexcept : id_(id) {}
+  Object(Object&& other) noexcept;
+  Object& operator=(Object&& other) noexcept;
+  Object(const Object&) = delete;
+  Object& operator=(const Object&) = delete;
+  // Closes the id, ignoring errors: destructors must not throw.
+  ~Object();
+
+  int64_t id() const noexcept { return id_; }
+  bool valid() const noexcept { return id_ >= 0; }
+
+ protected:
+  // Gives up ownership without closing.
+  int64_t release() noexcept;
+
+ private:
+  int64_t id_;
+};
+
+// An open HDF5 file; all object paths below are resolved from its root "/".
+class File : public Object {
+ public:
+  // Creates a new file; throws if `path` already exists (file left untouched).
+  static File create(const std::string& path);
+  // Creates a new file, truncating any existing one.
+  static File create_truncate(const std::string& path);
+  // Opens an existing file read-only.
+  static File open_read(const std::string& path);
+  // Opens an existing file for reading and writing.
+  static File open_rw(const std::string& path);
+
+  // Flushes all buffers of the file to disk (H5F_SCOPE_GLOBAL).
+  void flush();
+  // Closes now and throws on failure (the destructor swallows close errors).
+  void close();
+  const std::string& path() const noexcept { return path_; }
+
+ private:
+  File(int64_t id, std::string path) noexcept : Object(id), path_(std::move(path)) {}
+  std::string path_;
+};
+
+// Element type of an extendible dataset.
+enum class Type { f64, f32, i64, str };
+
+// --- Objects and groups ---------------------------------------------------
+
+// True if every component of `path` exists (non-final ones as groups); never throws for missing.
+bool exists(const File& f, const std::string& path);
+// Creates the group and any missing parents; throws if `path` already exists.
+void create_group(File& f, const std::string& path);
+// Names of the children of group `group_path`, sorted by name.
+std::vector<std::string> list(const File& f, const std::string& group_path);
+
+// --- Whole datasets (created with missing parent groups; throw if `path` exists) ---
+// `dims` defaults to {v.size()}, must multiply to v.size(); data is row-major.
+
+void write(File& f, const std::string& path, const std::vector<double>& v, std::vector<uint64_t> dims = {});
+void write(File& f, const std::string& path, const std::vector<float>& v, std::vector<uint64_t> dims = {});
+void write(File& f, const std::string& path, const std::vector<int64_t>& v, std::vector<uint64_t> dims = {});
+// Stored as variable-length UTF-8 strings.
+void write(File& f, const std::string& path, const std::vector<std::string>& v,
+           std::vector<uint64_t> dims = {});
+
+// Reads any integer/float dataset converted to double, row-major; shape goes to *dims if given.
+std::vector<double> read_double(const File& f, const std::string& path,
+                                std::vector<uint64_t>* dims = nullptr);
+// Reads any integer/float dataset converted to int64 (HDF5 conversion rules).
+std::vector<int64_t> read_int64(const File& f, const std::string& path,
+                                std::vector<uint64_t>* dims = nullptr);
+// Reads a variable-length string dataset (as written here); unwritten elements read as "".
+std::vector<std::string> read_strings(const File& f, const std::string& path,
+                                      std::vector<uint64_t>* dims = nullptr);
+
+// --- Extendible datasets (first dimension unlimited) ------------------------
+
+// Creates a chunked dataset of shape `dims` (dims[0] may be 0); `chunk` has the same rank.
+// `fill` is the value of unwritten numeric elements (NaN maps to 0 for i64); strings fill as "".
+void create_extendible(File& f, const std::string& path, Type type, std::vector<uint64_t> dims,
+                       std::vector<uint64_t> chunk, double fill = std::numeric_limits<double>::quiet_NaN());
+// Sets the first dimension to `new_len` (may shrink, discarding rows).
+void resize_first(File& f, const std::string& path, uint64_t new_len);
+// Writes whole rows starting at `first_row`, growing the first dimension if needed; rows.size()
+// must be a multiple of the row size (product of dims[1..]); values convert to the stored type.
+void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<double>& rows);
+void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<int64_t>& rows);
+void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<std::string>& rows);
+
+// --- Attributes on any existing object ("/" is the root group) --------------
+// Setting replaces an existing attribute of the same name, whatever its type.
+// Integer literals are ambiguous between double and int64_t: pass the intended type.
+
+void set_attr(File& f, const std::string& obj_path, const std::string& name, const std::string& value);
+void set_attr(File& f, const std::string& obj_path, const std::string& name, double value);
+void set_attr(File& f, const std::string& obj_path, const std::string& name, int64_t value);
+void set_attr(File& f, const std::string& obj_path, const std::string& name,
+              const std::vector<double>& value);
+
+// True if object `obj_path` (which must exist) has attribute `name`.
+bool has_attr(const File& f, const std::string& obj_path, const std::string& name);
+// Reads a single-element variable-length string attribute.
+std::string get_attr_string(const File& f, const std::string& obj_path, const std::string& name);
+// Reads a single-element numeric attribute converted to double.
+double get_attr_double(const File& f, const std::string& obj_path, const std::string& name);
+// Reads a single-element numeric attribute converted to int64.
+int64_t get_attr_int64(const File& f, const std::string& obj_path, const std::string& name);
+// Reads all elements of a numeric attribute converted to double.
+std::vector<double> get_attr_doubles(const File& f, const std::string& obj_path, const std::string& name);
+
+}  // namespace icl::io

@@ -1,0 +1,17 @@
+#pragma once
+// Results in HDF5 (layout in README.md, "HDF5 layout").  A `train -o` file is a sweep file with one
+// point, so the same loaders read both.
+#include <string>
+#include <vector>
+
+#include "icl/core/point.hpp"
+#include "icl/core/train.hpp"
+
+namespace icl::io {
+
+// Writes points/results to a new file at `path` (which must not exist), complete or not at all:
+// the data go to `path`.tmp.<pid> first and are renamed into place.  Throws H5Error on I/O failure.
+void write_results_file(const std::string& path, const std::vector<Point>& points,
+                        const std::vector<Result>& results, const std::string& spec_text);
+
+}  // namespace icl::io

@@ -1,0 +1,112 @@
+// icl-sweep train: parse and validate every option before any work, train one point, print a summary,
+// write the result with -o.
+#include <sys/stat.h>
+
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <iostream>
+#include <string>
+
+#include "icl/cli/cli.hpp"
+#include "icl/core/options.hpp"
+#include "icl/core/train.hpp"
+#include "icl/io/h5.hpp"
+#include "icl/io/results.hpp"
+
+namespace po = boost::program_options;
+
+namespace icl::cli {
+namespace {
+
+bool file_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string parent_dir(const std::string& path) {
+  const auto slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
+}
+
+void print_summary(const Point& p, const Result& r) {
+  std::printf("status      %s%s%s\n", status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
+  std::printf("steps       %lld of %lld\n", static_cast<long long>(r.steps_done), static_cast<long long>(p.steps));
+  std::printf("test loss   %.6g   (MSE on %d evaluation tasks, not halved)\n", r.test_loss, p.eval_tasks);
+  std::printf("train loss  %.6g\n", r.train_loss);
+  std::printf("per layer  ");
+  for (double x : r.layer_test_loss) std::printf(" %.6g", x);
+  std::printf("\ntime        %.2f s (train %.2f s, %.0f steps/s, %.2f GFLOP/s; eval %.2f s)\n", r.seconds_total,
+              r.seconds_train, r.steps_done / std::max(r.seconds_train, 1e-9),
+              r.flops_per_step * r.steps_done / std::max(r.seconds_train, 1e-9) * 1e-9, r.seconds_eval);
+}
+
+}  // namespace
+
+int train_main(int argc, char** argv) {
+  po::options_description desc("icl-sweep train: train and evaluate one grid point\n\nOptions");
+  desc.add_options()("help,h", "print this help")("output,o", po::value<std::string>(), "write the result to this HDF5 file")(
+      "force", po::bool_switch(), "overwrite an existing output file")(
+      "config", po::value<std::string>(), "read options from this file (name = value lines)");
+  const Point defaults;
+  for (const OptionDef& o : option_table())
+    desc.add_options()(o.name.c_str(), po::value<std::string>()->value_name("VALUE"),
+                       (o.help + " [default: " + o.get(defaults) + "]").c_str());
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    if (vm.count("config")) {
+      const std::string cfg = vm["config"].as<std::string>();
+      if (!file_exists(cfg)) {
+        std::cerr << "icl-sweep train: option 'config' = '" << cfg << "': file does not exist\n";
+        return kExitUsage;
+      }
+      po::store(po::parse_config_file<char>(cfg.c_str(), desc), vm);   // the command line wins
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    std::cerr << "icl-sweep train: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  if (vm.count("help")) {
+    std::cout << desc << "\n";
+    return kExitOk;
+  }
+
+  Point p;
+  std::vector<std::string> errors;
+  for (const OptionDef& o : option_table())
+    if (vm.count(o.name)) {
+      const std::string why = point_set(p, o.name, vm[o.name].as<std::string>());
+      if (!why.empty()) errors.push_back(why);
+    }
+  if (errors.empty()) errors = point_validate(p);
+  std::string out;
+  if (vm.count("output")) {
+    out = vm["output"].as<std::string>();
+    if (file_exists(out) && !vm["force"].as<bool>())
+      errors.push_back("option 'output' = '" + out + "': the file exists; pass --force to overwrite it");
+    struct stat st;
+    if (::stat(parent_dir(out).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+      errors.push_back("option 'output' = '" + out + "': directory '" + parent_dir(out) + "' does not exist");
+  }
+  if (!errors.empty()) {
+    for (const auto& e : errors) std::cerr << "icl-sweep train: " << e << "\n";
+    return kExitUsage;
+  }
+
+  const Result r = train_point(p);
+  print_summary(p, r);
+  if (!out.empty()) {
+    try {
+      io::write_results_file(out, {p}, {r}, point_to_text(p));
+    } catch (const std::exception& e) {
+      std::cerr << "icl-sweep train: cannot write '" << out << "': " << e.what() << "\n";
+      return kExitFailure;
+    }
+    std::printf("wrote       %s\n", out.c_str());
+  }
+  return kExitOk;
+}
+
+}  // namespace icl::cli

@@ -1,0 +1,312 @@
+// The option table.  Each entry parses one setting strictly (the whole text must be consumed) and
+// states the rule in its error, so a user sees which option, which value and why.
+#include "icl/core/options.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+namespace icl {
+namespace {
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+bool parse_double(const std::string& text, double* out) {
+  const std::string s = trim(text);
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (errno != 0 || end != s.c_str() + s.size() || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_int64(const std::string& text, int64_t* out) {
+  const std::string s = trim(text);
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || end != s.c_str() + s.size()) return false;
+  *out = v;
+  return true;
+}
+
+bool parse_list(const std::string& text, std::vector<double>* out) {
+  out->clear();
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    double v;
+    if (!parse_double(item, &v)) return false;
+    out->push_back(v);
+  }
+  return !out->empty() && text.back() != ',';
+}
+
+std::string fmt(double v) {
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+std::string fmt_list(const std::vector<double>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + fmt(v[i]);
+  return s;
+}
+
+// An option taking one of a fixed set of words, mapped to an enum.
+template <class E>
+OptionDef enum_option(std::string name, std::string help, E Point::*field,
+                      std::vector<std::pair<std::string, E>> words) {
+  std::string all;
+  for (const auto& w : words) all += (all.empty() ? "" : ", ") + w.first;
+  help += " (" + all + ")";
+  return {name, help, Column::text,
+          [field, words, all](Point& p, const std::string& v) -> std::string {
+            for (const auto& w : words)
+              if (trim(v) == w.first) { p.*field = w.second; return ""; }
+            return "must be one of: " + all;
+          },
+          [field, words](const Point& p) -> std::string {
+            for (const auto& w : words)
+              if (p.*field == w.second) return w.first;
+            return "?";
+          }};
+}
+
+template <class I>
+OptionDef int_option(std::string name, std::string help, I Point::*field, int64_t lo,
+                     int64_t hi = std::numeric_limits<int32_t>::max()) {
+  return {name, help, Column::integer,
+          [field, lo, hi](Point& p, const std::string& v) -> std::string {
+            int64_t x;
+            if (!parse_int64(v, &x) || x < lo || x > hi)
+              return "must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
+            p.*field = static_cast<I>(x);
+            return "";
+          },
+          [field](const Point& p) { return std::to_string(p.*field); }};
+}
+
+// A real option with lo <= x (or lo < x when `open`) and x <= hi (or x < hi when `open_hi`).
+OptionDef real_option(std::string name, std::string help, double Point::*field, double lo, bool open,
+                      double hi = std::numeric_limits<double>::infinity(), bool open_hi = false) {
+  std::string rule = std::string("must be a number ") + (open ? "> " : ">= ") + fmt(lo);
+  if (std::isfinite(hi)) rule += std::string(" and ") + (open_hi ? "< " : "<= ") + fmt(hi);
+  return {name, help, Column::real,
+          [=](Point& p, const std::string& v) -> std::string {
+            double x;
+            if (!parse_double(v, &x) || (open ? x <= lo : x < lo) || (open_hi ? x >= hi : x > hi))
+              return rule;
+            p.*field = x;
+            return "";
+          },
+          [field](const Point& p) { return fmt(p.*field); }};
+}
+
+std::vector<OptionDef> make_table() {
+  std::vector<OptionDef> t;
+  t.push_back(int_option("d", "input dimension d", &Point::d, 1, 127));
+  t.push_back(int_option("n", "context length n (the query is token n+1)", &Point::n, 1, 100000));
+  t.push_back(int_option("layers", "number of attention layers L", &Point::layers, 1, 1000));
+  t.push_back(int_option("heads", "heads per layer H", &Point::heads, 1, 64));
+  t.push_back(enum_option<Param>("param", "parameterisation of P, Q", &Point::param,
+      {{"full", Param::full}, {"sparse_a", Param::sparse_a}, {"sparse_ab", Param::sparse_ab},
+       {"diag", Param::diag}, {"gdpp", Param::gdpp}}));
+  t.push_back(enum_option<bool>("tie", "one layer's weights applied L times (recurrent)", &Point::tie,
+      {{"false", false}, {"true", true}}));
+  t.push_back(enum_option<Attention>("attention", "attention variant", &Point::attention,
+      {{"linear", Attention::linear}, {"softmax", Attention::softmax}}));
+  t.push_back(enum_option<Norm>("norm", "attention normalisation c", &Point::norm,
+      {{"1/n", Norm::inv_n}, {"1", Norm::one}}));
+  t.push_back({"x_dist",
+               "input law: gaussian | uniform[:a] (U(-a,a), default a=0.5) | sphere | gamma[:k] "
+               "(sqrt(G) u, G ~ Gamma(k, 10/k), default k=0.1)",
+               Column::text,
+               [](Point& p, const std::string& v) -> std::string {
+                 const std::string s = trim(v);
+                 const auto colon = s.find(':');
+                 const std::string kind = s.substr(0, colon);
+                 double a = 0.0;
+                 if (colon != std::string::npos &&
+                     (!parse_double(s.substr(colon + 1), &a) || a <= 0.0))
+                   return "the parameter after ':' must be a number > 0";
+                 if (kind == "gaussian" || kind == "sphere") {
+                   if (colon != std::string::npos) return "'" + kind + "' takes no parameter";
+                   p.x_dist = kind == "gaussian" ? XDist::gaussian : XDist::sphere;
+                   p.x_param = 0.0;
+                 } else if (kind == "uniform") {
+                   p.x_dist = XDist::uniform;
+                   p.x_param = colon == std::string::npos ? 0.5 : a;
+                 } else if (kind == "gamma") {
+                   p.x_dist = XDist::gamma;
+                   p.x_param = colon == std::string::npos ? 0.1 : a;
+                 } else {
+                   return "must be gaussian, uniform[:a], sphere or gamma[:k]";
+                 }
+                 return "";
+               },
+               [](const Point& p) -> std::string {
+                 switch (p.x_dist) {
+                   case XDist::gaussian: return "gaussian";
+                   case XDist::sphere: return "sphere";
+                   case XDist::uniform: return "uniform:" + fmt(p.x_param);
+                   case XDist::gamma: return "gamma:" + fmt(p.x_param);
+                 }
+                 return "?";
+               }});
+  t.push_back({"cov",
+               "input covariance Sigma: identity | diag:l1,...,ld | rotated:l1,...,ld "
+               "(U diag(l) U^T, U a random rotation drawn from the seed)",
+               Column::text,
+               [](Point& p, const std::string& v) -> std::string {
+                 const std::string s = trim(v);
+                 if (s == "identity") { p.cov = CovKind::identity; p.cov_spectrum.clear(); return ""; }
+                 const auto colon = s.find(':');
+                 const std::string kind = s.substr(0, colon);
+                 if ((kind != "diag" && kind != "rotated") || colon == std::string::npos)
+                   return "must be identity, diag:l1,...,ld or rotated:l1,...,ld";
+                 std::vector<double> l;
+                 if (!parse_list(s.substr(colon + 1), &l))
+                   return "the spectrum must be a comma-separated list of numbers";
+                 for (double x : l)
+                   if (x <= 0.0) return "every eigenvalue must be > 0 (got " + fmt(x) + ")";
+                 p.cov = kind == "diag" ? CovKind::diag : CovKind::rotated;
+                 p.cov_spectrum = l;
+                 return "";
+               },
+               [](const Point& p) -> std::string {
+                 if (p.cov == CovKind::identity) return "identity";
+                 return std::string(p.cov == CovKind::diag ? "diag:" : "rotated:") + fmt_list(p.cov_spectrum);
+               }});
+  t.push_back(enum_option<WPrior>("w_prior", "task prior: w ~ N(0, I) or N(0, Sigma^-1)", &Point::w_prior,
+      {{"identity", WPrior::identity}, {"inverse_cov", WPrior::inverse_cov}}));
+  t.push_back({"noise",
+               "label noise std sigma, drawn once per task: none | fixed:s | uniform:s_max | set:s1,s2,...",
+               Column::text,
+               [](Point& p, const std::string& v) -> std::string {
+                 const std::string s = trim(v);
+                 if (s == "none") { p.noise = NoiseKind::none; p.noise_sigma.clear(); return ""; }
+                 const auto colon = s.find(':');
+                 const std::string kind = s.substr(0, colon);
+                 std::vector<double> l;
+                 if (colon == std::string::npos || !parse_list(s.substr(colon + 1), &l))
+                   return "must be none, fixed:s, uniform:s_max or set:s1,s2,... with numbers after ':'";
+                 for (double x : l)
+                   if (x < 0.0) return "noise levels must be >= 0 (got " + fmt(x) + ")";
+                 if (kind == "fixed" || kind == "uniform") {
+                   if (l.size() != 1) return "'" + kind + "' takes exactly one number";
+                   p.noise = kind == "fixed" ? NoiseKind::fixed : NoiseKind::uniform;
+                 } else if (kind == "set") {
+                   p.noise = NoiseKind::set;
+                 } else {
+                   return "must be none, fixed:s, uniform:s_max or set:s1,s2,...";
+                 }
+                 p.noise_sigma = l;
+                 return "";
+               },
+               [](const Point& p) -> std::string {
+                 switch (p.noise) {
+                   case NoiseKind::none: return "none";
+                   case NoiseKind::fixed: return "fixed:" + fmt_list(p.noise_sigma);
+                   case NoiseKind::uniform: return "uniform:" + fmt_list(p.noise_sigma);
+                   case NoiseKind::set: return "set:" + fmt_list(p.noise_sigma);
+                 }
+                 return "?";
+               }});
+  t.push_back(enum_option<Optimizer>("optimizer", "optimiser", &Point::optimizer,
+      {{"adam", Optimizer::adam}, {"adamw", Optimizer::adamw}, {"sgd", Optimizer::sgd}}));
+  t.push_back(real_option("lr", "peak learning rate", &Point::lr, 0.0, true));
+  t.push_back(real_option("beta1", "Adam beta1", &Point::beta1, 0.0, false, 1.0, true));
+  t.push_back(real_option("beta2", "Adam beta2", &Point::beta2, 0.0, false, 1.0, true));
+  t.push_back(real_option("eps", "Adam epsilon", &Point::eps, 0.0, true));
+  t.push_back(real_option("momentum", "SGD momentum", &Point::momentum, 0.0, false, 1.0, true));
+  t.push_back(real_option("weight_decay", "weight decay (adamw: decoupled; adam, sgd: L2)",
+                          &Point::weight_decay, 0.0, false));
+  t.push_back(real_option("clip", "gradient clipping threshold (0 = off)", &Point::clip, 0.0, false));
+  t.push_back(enum_option<ClipMode>("clip_mode", "global norm or per-matrix Frobenius norm",
+      &Point::clip_mode, {{"global", ClipMode::global}, {"matrix", ClipMode::matrix}}));
+  t.push_back(enum_option<Schedule>("schedule",
+      "learning-rate schedule after warm-up: constant, halve every decay_every steps, cosine to 0",
+      &Point::schedule, {{"constant", Schedule::constant}, {"step", Schedule::step}, {"cosine", Schedule::cosine}}));
+  t.push_back(int_option("warmup", "linear warm-up steps", &Point::warmup, 0, int64_t(1) << 40));
+  t.push_back(int_option("decay_every", "schedule=step: halve the rate every this many steps",
+                         &Point::decay_every, 0, int64_t(1) << 40));
+  t.push_back(int_option("steps", "training steps", &Point::steps, 1, int64_t(1) << 40));
+  t.push_back(int_option("batch", "tasks per step", &Point::batch, 1, 10000000));
+  t.push_back(int_option("refresh", "draw fresh tasks every this many steps", &Point::refresh, 1, 1000000000));
+  t.push_back(enum_option<Init>("init", "initialisation: N(0, init_scale^2) or [VO23] truncated normal "
+      "variance scaling (scale init_scale/layers)", &Point::init,
+      {{"normal", Init::normal}, {"vs_truncated", Init::vs_truncated}}));
+  t.push_back(real_option("init_scale", "initialisation scale", &Point::init_scale, 0.0, false));
+  t.push_back(int_option("eval_tasks", "size of the fixed evaluation set", &Point::eval_tasks, 1, 10000000));
+  t.push_back(int_option("eval_every", "evaluate every this many steps", &Point::eval_every, 1, 1000000000));
+  t.push_back({"seed", "random seed (all streams derive from it)", Column::integer,
+               [](Point& p, const std::string& v) -> std::string {
+                 int64_t x;
+                 if (!parse_int64(v, &x) || x < 0) return "must be an integer >= 0";
+                 p.seed = static_cast<uint64_t>(x);
+                 return "";
+               },
+               [](const Point& p) { return std::to_string(p.seed); }});
+  t.push_back(enum_option<Precision>("precision", "floating point type of training", &Point::precision,
+      {{"float32", Precision::f32}, {"float64", Precision::f64}}));
+  return t;
+}
+
+}  // namespace
+
+const std::vector<OptionDef>& option_table() {
+  static const std::vector<OptionDef> table = make_table();
+  return table;
+}
+
+const OptionDef* find_option(const std::string& name) {
+  for (const auto& o : option_table())
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+std::string point_set(Point& p, const std::string& name, const std::string& value) {
+  const OptionDef* o = find_option(name);
+  if (!o) return "unknown option '" + name + "'";
+  const std::string why = o->set(p, value);
+  return why.empty() ? "" : "option '" + name + "' = '" + value + "': " + why;
+}
+
+std::vector<std::string> point_validate(const Point& p) {
+  std::vector<std::string> errs;
+  auto bad = [&](const char* name, const std::string& rule) {
+    errs.push_back("option '" + std::string(name) + "' = '" + find_option(name)->get(p) + "': " + rule);
+  };
+  if (p.cov != CovKind::identity && static_cast<int>(p.cov_spectrum.size()) != p.d)
+    bad("cov", "the spectrum needs exactly d = " + std::to_string(p.d) + " eigenvalues, got " +
+                   std::to_string(p.cov_spectrum.size()));
+  if (p.cov != CovKind::identity && p.x_dist != XDist::gaussian)
+    bad("cov", "a covariance applies only to x_dist = gaussian");
+  if (p.noise == NoiseKind::uniform && p.noise_sigma[0] <= 0.0)
+    bad("noise", "uniform:s_max needs s_max > 0");
+  if (p.warmup >= p.steps)
+    bad("warmup", "must be smaller than steps = " + std::to_string(p.steps));
+  if (p.schedule == Schedule::step && p.decay_every == 0)
+    bad("decay_every", "schedule = step needs decay_every >= 1");
+  return errs;
+}
+
+std::string point_to_text(const Point& p) {
+  std::string s;
+  for (const auto& o : option_table()) s += o.name + " = " + o.get(p) + "\n";
+  return s;
+}
+
+}  // namespace icl

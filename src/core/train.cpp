@@ -1,0 +1,164 @@
+// The training loop of one grid point (science.md section 3):
+//   draw a batch (every `refresh` steps)  ->  expand theta to P, Q  ->  per chunk of V tasks:
+//   forward, loss, backward  ->  reduce gradients  ->  clip  ->  optimiser step at lr_at(step)
+//   and every eval_every steps an evaluation on a fixed, seeded set of eval_tasks tasks.
+// Divergence: a non-finite loss or gradient, or a training loss above kDivergeFactor times the first
+// one, stops the point with status diverged.
+#include "icl/core/train.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <limits>
+
+#include "icl/core/data.hpp"
+#include "icl/core/model.hpp"
+#include "icl/core/optim.hpp"
+#include "icl/core/params.hpp"
+
+namespace icl {
+namespace {
+
+constexpr double kDivergeFactor = 1e4;
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Per-layer mean squared error of the readouts on `set`.
+template <class T>
+void evaluate(LaneModel<T>& model, const TaskBatch<T>& set, std::vector<double>& layer_loss,
+              LaneVec<T>& yhat) {
+  const int Ls = model.shape().layers;
+  std::vector<double> sum(Ls, 0.0);
+  for (int c = 0; c < set.chunks; ++c) {
+    model.model_forward(set.chunk_Z(c), yhat.data());
+    for (int l = 0; l < Ls; ++l) {
+      const Lane<T> e = (yhat[l] - set.y[c]) * set.mask[c];
+      sum[l] += static_cast<double>(lane_sum<T>(e * e));
+    }
+  }
+  for (int l = 0; l < Ls; ++l) layer_loss[l] = sum[l] / set.B;
+}
+
+template <class T>
+Result train_typed(const Point& p) {
+  const auto t_start = Clock::now();
+  Result r;
+  const TaskLaw law = make_task_law(p);
+  const ParamLayout layout(p);
+  LaneModel<T> model(model_shape(p));
+  std::vector<double> theta = param_init(p, layout);
+  OptState opt = opt_init(layout.size());
+  std::vector<T> P(layout.PQ_size()), Q(layout.PQ_size());
+  std::vector<double> dP(layout.PQ_size()), dQ(layout.PQ_size()), g(layout.size());
+  LaneVec<T> yhat(p.layers);
+  std::vector<double> layer_loss(p.layers);
+
+  TaskBatch<T> batch, eval_set;
+  batch.resize(p.batch, p.d, p.n);
+  eval_set.resize(p.eval_tasks, p.d, p.n);
+  sample_tasks(law, p.seed, Stream::eval, 0, eval_set);
+  r.flops_per_step = model_flops_per_task(p) * p.batch;
+
+  const T inv_B = T(1) / static_cast<T>(p.batch);
+  double first_loss = 0.0, loss_since_eval = 0.0;
+  int64_t steps_since_eval = 0;
+  for (int64_t s = 0; s < p.steps; ++s) {
+    const auto t_step = Clock::now();
+    if (s % p.refresh == 0) sample_tasks(law, p.seed, Stream::train, static_cast<uint64_t>(s / p.refresh), batch);
+    layout.expand(theta.data(), P.data(), Q.data());
+    model.set_weights(P.data(), Q.data());
+    model.zero_grad();
+    double loss = 0.0;
+    for (int c = 0; c < batch.chunks; ++c) {
+      model.model_forward(batch.chunk_Z(c), yhat.data());
+      const Lane<T> err = (yhat[p.layers - 1] - batch.y[c]) * batch.mask[c];
+      loss += static_cast<double>(lane_sum<T>(err * err));
+      model.model_backward(T(2) * inv_B * err);   // d/dyhat of mean (yhat - y)^2
+    }
+    loss /= p.batch;
+    model.grad(dP.data(), dQ.data());
+    layout.collapse(dP.data(), dQ.data(), g.data());
+    const double gnorm = clip_grad(p, layout, g);
+    if (s == 0) first_loss = loss;
+    r.steps_done = s + 1;
+    r.train_loss = loss;
+    if (!std::isfinite(loss) || !std::isfinite(gnorm) || loss > kDivergeFactor * std::max(first_loss, 1e-12)) {
+      r.status = Status::diverged;
+      r.message = "training loss " + std::to_string(loss) + " (gradient norm " + std::to_string(gnorm) +
+                  ") at step " + std::to_string(s + 1) + "; first loss " + std::to_string(first_loss);
+      r.seconds_train += seconds_since(t_step);
+      break;
+    }
+    opt_step(p, lr_at(p, s), theta, g, opt);
+    loss_since_eval += loss;
+    ++steps_since_eval;
+    r.seconds_train += seconds_since(t_step);
+
+    if ((s + 1) % p.eval_every == 0 || s + 1 == p.steps) {
+      const auto t_eval = Clock::now();
+      layout.expand(theta.data(), P.data(), Q.data());
+      model.set_weights(P.data(), Q.data());
+      evaluate(model, eval_set, layer_loss, yhat);
+      r.curve_step.push_back(s + 1);
+      r.curve_train_loss.push_back(loss_since_eval / steps_since_eval);
+      r.curve_test_loss.push_back(layer_loss[p.layers - 1]);
+      r.train_loss = loss_since_eval / steps_since_eval;
+      loss_since_eval = 0.0;
+      steps_since_eval = 0;
+      r.seconds_eval += seconds_since(t_eval);
+    }
+  }
+
+  r.theta = theta;
+  r.P.resize(P.size());
+  r.Q.resize(Q.size());
+  std::vector<double> Pd(P.size()), Qd(Q.size());
+  layout.expand(theta.data(), r.P.data(), r.Q.data());
+  if (r.status == Status::ok) {
+    r.layer_test_loss = layer_loss;
+    r.test_loss = layer_loss[p.layers - 1];
+  } else {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    r.layer_test_loss.assign(p.layers, nan);
+    r.test_loss = nan;
+  }
+  r.seconds_total = seconds_since(t_start);
+  return r;
+}
+
+}  // namespace
+
+const char* status_name(Status s) {
+  switch (s) {
+    case Status::ok: return "ok";
+    case Status::diverged: return "diverged";
+    case Status::failed: return "failed";
+  }
+  return "?";
+}
+
+double model_flops_per_task(const Point& p) {
+  const double D = p.d + 1, N = p.n + 1, n = p.n, H = p.heads;
+  double per_layer;
+  if (p.attention == Attention::linear) {
+    per_layer = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N      // forward
+                + 2 * D * D * N + 4 * H * D * D * D + D * D * n;          // backward
+  } else {
+    per_layer = H * (D * D * N + n * N * D + D * n * N + D * D * N) * 3;  // forward + ~2x backward
+  }
+  return 2.0 * per_layer * p.layers;
+}
+
+Result train_point(const Point& p) {
+  try {
+    return p.precision == Precision::f32 ? train_typed<float>(p) : train_typed<double>(p);
+  } catch (const std::exception& e) {
+    Result r;
+    r.status = Status::failed;
+    r.message = e.what();
+    return r;
+  }
+}
+
+}  // namespace icl

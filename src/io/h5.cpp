@@ -1,0 +1,504 @@
+#include "icl/io/h5.hpp"
+
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+namespace icl::io {
+
+static_assert(std::is_same_v<hid_t, int64_t>, "icl::io stores hid_t as int64_t (HDF5 >= 1.10)");
+
+namespace {
+
+// HDF5 otherwise prints its error stack to stderr on every failure, including the
+// expected ones (probing, open of a missing file); we report through H5Error instead.
+void silence_hdf5() {
+  static const bool done = [] {
+    H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+    return true;
+  }();
+  (void)done;
+}
+
+// Walking upward visits the most specific (innermost) error first.
+herr_t innermost_desc(unsigned, const H5E_error2_t* err, void* out) {
+  auto* desc = static_cast<std::string*>(out);
+  if (desc->empty() && err->desc != nullptr) *desc = err->desc;
+  return 0;
+}
+
+[[noreturn]] void fail(const std::string& what, const std::string& ctx) {
+  throw H5Error(what + " (" + ctx + ")");
+}
+
+// Must run before any other HDF5 call, which would clear the error stack.
+[[noreturn]] void fail_call(const char* call, const std::string& ctx) {
+  std::string detail;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_desc, &detail);
+  fail(std::string(call) + " failed" + (detail.empty() ? "" : ": " + detail), ctx);
+}
+
+template <class T>
+T check(T result, const char* call, const std::string& ctx) {
+  if (result < 0) fail_call(call, ctx);
+  return result;
+}
+
+Object own(hid_t id, const char* call, const std::string& ctx) {
+  return Object(check(id, call, ctx));
+}
+
+std::string where(const File& f, const std::string& path) {
+  return "file '" + f.path() + "', object '" + path + "'";
+}
+
+std::string where(const File& f, const std::string& path, const std::string& attr) {
+  return where(f, path) + ", attribute '" + attr + "'";
+}
+
+std::vector<hsize_t> to_hsize(const std::vector<uint64_t>& v) {
+  return std::vector<hsize_t>(v.begin(), v.end());
+}
+
+uint64_t product(std::vector<uint64_t>::const_iterator first, std::vector<uint64_t>::const_iterator last) {
+  uint64_t n = 1;
+  for (; first != last; ++first) n *= *first;
+  return n;
+}
+
+Object simple_space(const std::vector<uint64_t>& dims, const std::vector<uint64_t>* max_dims,
+                    const std::string& ctx) {
+  if (dims.empty() || dims.size() > H5S_MAX_RANK) fail("invalid dataspace rank", ctx);
+  const auto d = to_hsize(dims);
+  const auto m = max_dims ? to_hsize(*max_dims) : std::vector<hsize_t>{};
+  return own(H5Screate_simple(static_cast<int>(d.size()), d.data(), max_dims ? m.data() : nullptr),
+             "H5Screate_simple", ctx);
+}
+
+std::vector<uint64_t> shape_of(const Object& space, const std::string& ctx) {
+  const int rank = check(H5Sget_simple_extent_ndims(space.id()), "H5Sget_simple_extent_ndims", ctx);
+  std::vector<hsize_t> d(static_cast<size_t>(rank));
+  check(H5Sget_simple_extent_dims(space.id(), d.data(), nullptr), "H5Sget_simple_extent_dims", ctx);
+  return std::vector<uint64_t>(d.begin(), d.end());
+}
+
+size_t npoints(const Object& space, const std::string& ctx) {
+  return static_cast<size_t>(
+      check(H5Sget_simple_extent_npoints(space.id()), "H5Sget_simple_extent_npoints", ctx));
+}
+
+Object vlen_string_type(const std::string& ctx) {
+  Object t = own(H5Tcopy(H5T_C_S1), "H5Tcopy", ctx);
+  check(H5Tset_size(t.id(), H5T_VARIABLE), "H5Tset_size", ctx);
+  check(H5Tset_cset(t.id(), H5T_CSET_UTF8), "H5Tset_cset", ctx);
+  return t;
+}
+
+Object intermediate_lcpl(const std::string& ctx) {
+  Object p = own(H5Pcreate(H5P_LINK_CREATE), "H5Pcreate", ctx);
+  check(H5Pset_create_intermediate_group(p.id(), 1), "H5Pset_create_intermediate_group", ctx);
+  return p;
+}
+
+Object open_dataset(const File& f, const std::string& path, const std::string& ctx) {
+  return own(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), "H5Dopen2", ctx);
+}
+
+void write_dataset(File& f, const std::string& path, hid_t file_type, hid_t mem_type, const void* data,
+                   size_t n, std::vector<uint64_t> dims) {
+  const std::string ctx = where(f, path);
+  if (dims.empty()) dims = {n};
+  if (product(dims.begin(), dims.end()) != n)
+    fail("dims do not multiply to the number of elements (" + std::to_string(n) + ")", ctx);
+  Object space = simple_space(dims, nullptr, ctx);
+  Object lcpl = intermediate_lcpl(ctx);
+  Object ds =
+      own(H5Dcreate2(f.id(), path.c_str(), file_type, space.id(), lcpl.id(), H5P_DEFAULT, H5P_DEFAULT),
+          "H5Dcreate2", ctx);
+  // HDF5 rejects a null buffer even for zero elements, and empty vectors may have one.
+  if (n > 0) check(H5Dwrite(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "H5Dwrite", ctx);
+}
+
+template <class T>
+std::vector<T> read_dataset(const File& f, const std::string& path, hid_t mem_type,
+                            std::vector<uint64_t>* dims) {
+  const std::string ctx = where(f, path);
+  Object ds = open_dataset(f, path, ctx);
+  Object space = own(H5Dget_space(ds.id()), "H5Dget_space", ctx);
+  std::vector<T> out(npoints(space, ctx));
+  if (!out.empty())
+    check(H5Dread(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, out.data()), "H5Dread", ctx);
+  if (dims) *dims = shape_of(space, ctx);
+  return out;
+}
+
+// Variable-length strings only; `read(mem_type, buffer)` fills the n elements.
+template <class Read>
+std::vector<std::string> read_vlen_strings(size_t n, Read&& read, const std::string& ctx) {
+  Object mem_type = vlen_string_type(ctx);
+  std::vector<char*> buf(n, nullptr);
+  // HDF5 allocates each string; free them even if a later step throws.
+  struct Release {
+    std::vector<char*>& b;
+    ~Release() {
+      for (char* p : b)
+        if (p) H5free_memory(p);
+    }
+  } release{buf};
+  if (n > 0) read(mem_type.id(), buf.data());
+  std::vector<std::string> out;
+  out.reserve(n);
+  for (const char* p : buf) out.emplace_back(p ? p : "");  // unwritten elements are null
+  return out;
+}
+
+std::vector<const char*> c_strs(const std::vector<std::string>& v) {
+  std::vector<const char*> out;
+  out.reserve(v.size());
+  for (const auto& s : v) out.push_back(s.c_str());
+  return out;
+}
+
+void write_rows_impl(File& f, const std::string& path, uint64_t first_row, hid_t mem_type, const void* data,
+                     size_t n) {
+  const std::string ctx = where(f, path);
+  Object ds = open_dataset(f, path, ctx);
+  Object space = own(H5Dget_space(ds.id()), "H5Dget_space", ctx);
+  std::vector<uint64_t> shape = shape_of(space, ctx);
+  if (shape.empty()) fail("write_rows needs a dataset of rank >= 1", ctx);
+  const uint64_t row_size = product(shape.begin() + 1, shape.end());
+  if (row_size == 0 || n % row_size != 0)
+    fail(
+        "rows.size() " + std::to_string(n) + " is not a multiple of the row size " + std::to_string(row_size),
+        ctx);
+  const uint64_t n_rows = n / row_size;
+  if (n_rows == 0) return;
+  if (first_row + n_rows > shape[0]) {
+    shape[0] = first_row + n_rows;
+    check(H5Dset_extent(ds.id(), to_hsize(shape).data()), "H5Dset_extent", ctx);
+    space = own(H5Dget_space(ds.id()), "H5Dget_space", ctx);
+  }
+  std::vector<uint64_t> start(shape.size(), 0), count = shape;
+  start[0] = first_row;
+  count[0] = n_rows;
+  check(H5Sselect_hyperslab(space.id(), H5S_SELECT_SET, to_hsize(start).data(), nullptr,
+                            to_hsize(count).data(), nullptr),
+        "H5Sselect_hyperslab", ctx);
+  Object mem_space = simple_space(count, nullptr, ctx);
+  check(H5Dwrite(ds.id(), mem_type, mem_space.id(), space.id(), H5P_DEFAULT, data), "H5Dwrite", ctx);
+}
+
+// A null `dims` makes a scalar attribute.
+void write_attr(File& f, const std::string& obj_path, const std::string& name, hid_t file_type,
+                hid_t mem_type, const void* data, const std::vector<uint64_t>* dims) {
+  const std::string ctx = where(f, obj_path, name);
+  Object space = dims ? simple_space(*dims, nullptr, ctx) : own(H5Screate(H5S_SCALAR), "H5Screate", ctx);
+  const char* obj = obj_path.c_str();
+  if (check(H5Aexists_by_name(f.id(), obj, name.c_str(), H5P_DEFAULT), "H5Aexists_by_name", ctx) > 0)
+    check(H5Adelete_by_name(f.id(), obj, name.c_str(), H5P_DEFAULT), "H5Adelete_by_name", ctx);
+  Object attr = own(H5Acreate_by_name(f.id(), obj, name.c_str(), file_type, space.id(), H5P_DEFAULT,
+                                      H5P_DEFAULT, H5P_DEFAULT),
+                    "H5Acreate_by_name", ctx);
+  if (!dims || product(dims->begin(), dims->end()) > 0)
+    check(H5Awrite(attr.id(), mem_type, data), "H5Awrite", ctx);
+}
+
+Object open_attr(const File& f, const std::string& obj_path, const std::string& name,
+                 const std::string& ctx) {
+  return own(H5Aopen_by_name(f.id(), obj_path.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+             "H5Aopen_by_name", ctx);
+}
+
+template <class T>
+std::vector<T> read_attr(const File& f, const std::string& obj_path, const std::string& name,
+                         hid_t mem_type) {
+  const std::string ctx = where(f, obj_path, name);
+  Object attr = open_attr(f, obj_path, name, ctx);
+  Object space = own(H5Aget_space(attr.id()), "H5Aget_space", ctx);
+  std::vector<T> out(npoints(space, ctx));
+  if (!out.empty()) check(H5Aread(attr.id(), mem_type, out.data()), "H5Aread", ctx);
+  return out;
+}
+
+template <class T>
+T single(std::vector<T> v, const File& f, const std::string& obj_path, const std::string& name) {
+  if (v.size() != 1) fail("attribute does not hold exactly one value", where(f, obj_path, name));
+  return v[0];
+}
+
+hid_t open_file(const std::string& path, bool create, unsigned flags) {
+  silence_hdf5();
+  const std::string ctx = "file '" + path + "'";
+  if (create) return check(H5Fcreate(path.c_str(), flags, H5P_DEFAULT, H5P_DEFAULT), "H5Fcreate", ctx);
+  return check(H5Fopen(path.c_str(), flags, H5P_DEFAULT), "H5Fopen", ctx);
+}
+
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  size_t begin = 0;
+  while (begin <= path.size()) {
+    const size_t end = std::min(path.find('/', begin), path.size());
+    if (end > begin) parts.push_back(path.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
+// --- Object ---------------------------------------------------------------
+
+Object::Object(Object&& other) noexcept : id_(other.release()) {}
+
+Object& Object::operator=(Object&& other) noexcept {
+  if (this != &other) {
+    Object old(id_);
+    id_ = other.release();
+  }
+  return *this;
+}
+
+Object::~Object() {
+  if (id_ < 0) return;
+  switch (H5Iget_type(id_)) {
+    case H5I_FILE: H5Fclose(id_); break;
+    case H5I_GROUP: H5Gclose(id_); break;
+    case H5I_DATASET: H5Dclose(id_); break;
+    case H5I_ATTR: H5Aclose(id_); break;
+    case H5I_DATASPACE: H5Sclose(id_); break;
+    case H5I_DATATYPE: H5Tclose(id_); break;
+    case H5I_GENPROP_LST: H5Pclose(id_); break;
+    default: break;
+  }
+}
+
+int64_t Object::release() noexcept {
+  return std::exchange(id_, -1);
+}
+
+// --- File -----------------------------------------------------------------
+
+File File::create(const std::string& path) {
+  return File(open_file(path, true, H5F_ACC_EXCL), path);
+}
+
+File File::create_truncate(const std::string& path) {
+  return File(open_file(path, true, H5F_ACC_TRUNC), path);
+}
+
+File File::open_read(const std::string& path) {
+  return File(open_file(path, false, H5F_ACC_RDONLY), path);
+}
+
+File File::open_rw(const std::string& path) {
+  return File(open_file(path, false, H5F_ACC_RDWR), path);
+}
+
+void File::flush() {
+  check(H5Fflush(id(), H5F_SCOPE_GLOBAL), "H5Fflush", "file '" + path_ + "'");
+}
+
+void File::close() {
+  if (valid()) check(H5Fclose(static_cast<hid_t>(release())), "H5Fclose", "file '" + path_ + "'");
+}
+
+// --- Objects and groups ---------------------------------------------------
+
+bool exists(const File& f, const std::string& path) {
+  const std::string ctx = where(f, path);
+  const std::vector<std::string> parts = split_path(path);
+  std::string prefix;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    prefix += "/" + parts[i];
+    const char* p = prefix.c_str();
+    if (check(H5Lexists(f.id(), p, H5P_DEFAULT), "H5Lexists", ctx) <= 0) return false;
+    // A dangling soft link exists as a link but not as an object.
+    if (check(H5Oexists_by_name(f.id(), p, H5P_DEFAULT), "H5Oexists_by_name", ctx) <= 0) return false;
+    if (i + 1 < parts.size()) {
+      Object obj = own(H5Oopen(f.id(), p, H5P_DEFAULT), "H5Oopen", ctx);
+      if (H5Iget_type(obj.id()) != H5I_GROUP) return false;
+    }
+  }
+  return true;
+}
+
+void create_group(File& f, const std::string& path) {
+  const std::string ctx = where(f, path);
+  Object lcpl = intermediate_lcpl(ctx);
+  own(H5Gcreate2(f.id(), path.c_str(), lcpl.id(), H5P_DEFAULT, H5P_DEFAULT), "H5Gcreate2", ctx);
+}
+
+std::vector<std::string> list(const File& f, const std::string& group_path) {
+  const std::string ctx = where(f, group_path);
+  Object group = own(H5Gopen2(f.id(), group_path.c_str(), H5P_DEFAULT), "H5Gopen2", ctx);
+  H5G_info_t info;
+  check(H5Gget_info(group.id(), &info), "H5Gget_info", ctx);
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    const ssize_t len =
+        check(H5Lget_name_by_idx(group.id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT),
+              "H5Lget_name_by_idx", ctx);
+    std::string name(static_cast<size_t>(len) + 1, '\0');
+    check(H5Lget_name_by_idx(group.id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
+                             H5P_DEFAULT),
+          "H5Lget_name_by_idx", ctx);
+    name.resize(static_cast<size_t>(len));
+    names.push_back(std::move(name));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// --- Whole datasets ---------------------------------------------------------
+
+void write(File& f, const std::string& path, const std::vector<double>& v, std::vector<uint64_t> dims) {
+  write_dataset(f, path, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.data(), v.size(), std::move(dims));
+}
+
+void write(File& f, const std::string& path, const std::vector<float>& v, std::vector<uint64_t> dims) {
+  write_dataset(f, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, v.data(), v.size(), std::move(dims));
+}
+
+void write(File& f, const std::string& path, const std::vector<int64_t>& v, std::vector<uint64_t> dims) {
+  write_dataset(f, path, H5T_STD_I64LE, H5T_NATIVE_INT64, v.data(), v.size(), std::move(dims));
+}
+
+void write(File& f, const std::string& path, const std::vector<std::string>& v, std::vector<uint64_t> dims) {
+  Object type = vlen_string_type(where(f, path));
+  write_dataset(f, path, type.id(), type.id(), c_strs(v).data(), v.size(), std::move(dims));
+}
+
+std::vector<double> read_double(const File& f, const std::string& path, std::vector<uint64_t>* dims) {
+  return read_dataset<double>(f, path, H5T_NATIVE_DOUBLE, dims);
+}
+
+std::vector<int64_t> read_int64(const File& f, const std::string& path, std::vector<uint64_t>* dims) {
+  return read_dataset<int64_t>(f, path, H5T_NATIVE_INT64, dims);
+}
+
+std::vector<std::string> read_strings(const File& f, const std::string& path, std::vector<uint64_t>* dims) {
+  const std::string ctx = where(f, path);
+  Object ds = open_dataset(f, path, ctx);
+  Object space = own(H5Dget_space(ds.id()), "H5Dget_space", ctx);
+  auto out = read_vlen_strings(
+      npoints(space, ctx),
+      [&](hid_t mem_type, void* buf) {
+        check(H5Dread(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf), "H5Dread", ctx);
+      },
+      ctx);
+  if (dims) *dims = shape_of(space, ctx);
+  return out;
+}
+
+// --- Extendible datasets ------------------------------------------------------
+
+void create_extendible(File& f, const std::string& path, Type type, std::vector<uint64_t> dims,
+                       std::vector<uint64_t> chunk, double fill) {
+  const std::string ctx = where(f, path);
+  if (dims.empty() || chunk.size() != dims.size())
+    fail("chunk rank must equal the (non-zero) dataset rank", ctx);
+  std::vector<uint64_t> max_dims = dims;
+  max_dims[0] = H5S_UNLIMITED;
+  Object space = simple_space(dims, &max_dims, ctx);
+  Object dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", ctx);
+  check(H5Pset_chunk(dcpl.id(), static_cast<int>(chunk.size()), to_hsize(chunk).data()), "H5Pset_chunk", ctx);
+  Object str_type;
+  hid_t file_type = -1;
+  switch (type) {
+    case Type::f64:
+    case Type::f32:
+      // HDF5 converts the fill value to the stored type.
+      file_type = type == Type::f64 ? H5T_IEEE_F64LE : H5T_IEEE_F32LE;
+      check(H5Pset_fill_value(dcpl.id(), H5T_NATIVE_DOUBLE, &fill), "H5Pset_fill_value", ctx);
+      break;
+    case Type::i64: {
+      file_type = H5T_STD_I64LE;
+      if (!std::isnan(fill) && !(std::fabs(fill) < 0x1p63)) fail("i64 fill value out of range", ctx);
+      const int64_t value = std::isnan(fill) ? 0 : static_cast<int64_t>(fill);
+      check(H5Pset_fill_value(dcpl.id(), H5T_NATIVE_INT64, &value), "H5Pset_fill_value", ctx);
+      break;
+    }
+    case Type::str:
+      str_type = vlen_string_type(ctx);
+      file_type = str_type.id();
+      break;
+  }
+  Object lcpl = intermediate_lcpl(ctx);
+  own(H5Dcreate2(f.id(), path.c_str(), file_type, space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT),
+      "H5Dcreate2", ctx);
+}
+
+void resize_first(File& f, const std::string& path, uint64_t new_len) {
+  const std::string ctx = where(f, path);
+  Object ds = open_dataset(f, path, ctx);
+  std::vector<uint64_t> shape = shape_of(own(H5Dget_space(ds.id()), "H5Dget_space", ctx), ctx);
+  if (shape.empty()) fail("resize_first needs a dataset of rank >= 1", ctx);
+  shape[0] = new_len;
+  check(H5Dset_extent(ds.id(), to_hsize(shape).data()), "H5Dset_extent", ctx);
+}
+
+void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<double>& rows) {
+  write_rows_impl(f, path, first_row, H5T_NATIVE_DOUBLE, rows.data(), rows.size());
+}
+
+void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<int64_t>& rows) {
+  write_rows_impl(f, path, first_row, H5T_NATIVE_INT64, rows.data(), rows.size());
+}
+
+void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<std::string>& rows) {
+  Object type = vlen_string_type(where(f, path));
+  write_rows_impl(f, path, first_row, type.id(), c_strs(rows).data(), rows.size());
+}
+
+// --- Attributes -------------------------------------------------------------
+
+void set_attr(File& f, const std::string& obj_path, const std::string& name, const std::string& value) {
+  Object type = vlen_string_type(where(f, obj_path, name));
+  const char* ptr = value.c_str();
+  write_attr(f, obj_path, name, type.id(), type.id(), &ptr, nullptr);
+}
+
+void set_attr(File& f, const std::string& obj_path, const std::string& name, double value) {
+  write_attr(f, obj_path, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, nullptr);
+}
+
+void set_attr(File& f, const std::string& obj_path, const std::string& name, int64_t value) {
+  write_attr(f, obj_path, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, nullptr);
+}
+
+void set_attr(File& f, const std::string& obj_path, const std::string& name,
+              const std::vector<double>& value) {
+  const std::vector<uint64_t> dims{value.size()};
+  write_attr(f, obj_path, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, value.data(), &dims);
+}
+
+bool has_attr(const File& f, const std::string& obj_path, const std::string& name) {
+  return check(H5Aexists_by_name(f.id(), obj_path.c_str(), name.c_str(), H5P_DEFAULT), "H5Aexists_by_name",
+               where(f, obj_path, name)) > 0;
+}
+
+std::string get_attr_string(const File& f, const std::string& obj_path, const std::string& name) {
+  const std::string ctx = where(f, obj_path, name);
+  Object attr = open_attr(f, obj_path, name, ctx);
+  Object space = own(H5Aget_space(attr.id()), "H5Aget_space", ctx);
+  auto values = read_vlen_strings(
+      npoints(space, ctx),
+      [&](hid_t mem_type, void* buf) { check(H5Aread(attr.id(), mem_type, buf), "H5Aread", ctx); }, ctx);
+  return single(std::move(values), f, obj_path, name);
+}
+
+double get_attr_double(const File& f, const std::string& obj_path, const std::string& name) {
+  return single(read_attr<double>(f, obj_path, name, H5T_NATIVE_DOUBLE), f, obj_path, name);
+}
+
+int64_t get_attr_int64(const File& f, const std::string& obj_path, const std::string& name) {
+  return single(read_attr<int64_t>(f, obj_path, name, H5T_NATIVE_INT64), f, obj_path, name);
+}
+
+std::vector<double> get_attr_doubles(const File& f, const std::string& obj_path, const std::string& name) {
+  return read_attr<double>(f, obj_path, name, H5T_NATIVE_DOUBLE);
+}
+
+}  // namespace icl::io

@@ -1,0 +1,145 @@
+#include "icl/io/results.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+
+#include "icl/build_info.hpp"
+#include "icl/core/options.hpp"
+#include "icl/io/h5.hpp"
+
+namespace icl::io {
+namespace {
+
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+// rows x width, row-major, each row padded with `pad` (NaN for reals).
+template <class V, class F>
+std::vector<V> padded(size_t rows, size_t width, V pad, F row) {
+  std::vector<V> out(rows * width, pad);
+  for (size_t r = 0; r < rows; ++r) {
+    const auto& src = row(r);
+    std::copy(src.begin(), src.end(), out.begin() + static_cast<std::ptrdiff_t>(r * width));
+  }
+  return out;
+}
+
+void write_points(File& f, const std::vector<Point>& points) {
+  for (const OptionDef& o : option_table()) {
+    const std::string path = "/points/" + o.name;
+    if (o.column == Column::text) {
+      std::vector<std::string> v;
+      for (const Point& p : points) v.push_back(o.get(p));
+      write(f, path, v);
+    } else if (o.column == Column::integer) {
+      std::vector<int64_t> v;
+      for (const Point& p : points) v.push_back(std::stoll(o.get(p)));
+      write(f, path, v);
+    } else {
+      std::vector<double> v;
+      for (const Point& p : points) v.push_back(std::stod(o.get(p)));
+      write(f, path, v);
+    }
+    set_attr(f, path, "help", o.help);
+  }
+}
+
+void write_all(File& f, const std::vector<Point>& points, const std::vector<Result>& results,
+               const std::string& spec_text) {
+  const size_t P = points.size();
+  set_attr(f, "/", "format", std::string("icl-sweep results"));
+  set_attr(f, "/", "format_version", int64_t{1});
+  set_attr(f, "/", "software_version", std::string(build::version));
+  set_attr(f, "/", "git_revision", std::string(build::git_revision));
+  set_attr(f, "/", "build_flags", std::string(build::flags));
+  set_attr(f, "/", "spec", spec_text);
+  set_attr(f, "/", "written_utc", utc_now());
+  set_attr(f, "/", "loss_convention",
+           std::string("plain MSE: mean over tasks of (yhat - y_query)^2, not halved "
+                       "([VO23] and [V24] report half of it); yhat = -Z_L[d+1, n+1]"));
+  set_attr(f, "/", "normalisation_convention",
+           std::string("attention scaled by c = 1/n (norm = 1/n, [A23]/[A24]) or c = 1 (norm = 1, [VO23]/[V24]); "
+                       "see /points/norm"));
+  set_attr(f, "/", "n_points", static_cast<int64_t>(P));
+
+  write_points(f, points);
+  std::vector<std::string> status, message;
+  for (const Result& r : results) {
+    status.push_back(status_name(r.status));
+    message.push_back(r.message);
+  }
+  write(f, "/points/status", status);
+  write(f, "/points/message", message);
+
+  auto metric = [&](const char* name, auto get, const char* doc) {
+    std::vector<double> v;
+    for (const Result& r : results) v.push_back(get(r));
+    write(f, std::string("/metrics/") + name, v);
+    set_attr(f, std::string("/metrics/") + name, "doc", std::string(doc));
+  };
+  metric("test_loss", [](const Result& r) { return r.test_loss; }, "final MSE on the fixed evaluation set");
+  metric("train_loss", [](const Result& r) { return r.train_loss; }, "mean training MSE over the last eval_every steps");
+  metric("steps_done", [](const Result& r) { return double(r.steps_done); }, "training steps completed");
+  metric("wall_seconds", [](const Result& r) { return r.seconds_total; }, "wall-clock seconds of the whole point");
+  metric("train_seconds", [](const Result& r) { return r.seconds_train; }, "seconds in training steps");
+  metric("eval_seconds", [](const Result& r) { return r.seconds_eval; }, "seconds in evaluations");
+  metric("steps_per_second", [](const Result& r) { return r.seconds_train > 0 ? r.steps_done / r.seconds_train : kNaN; },
+         "training steps per second");
+  metric("flops_per_step", [](const Result& r) { return r.flops_per_step; }, "model FLOPs of one training step");
+
+  size_t max_layers = 0, max_curve = 0;
+  for (const Result& r : results) {
+    max_layers = std::max(max_layers, r.layer_test_loss.size());
+    max_curve = std::max(max_curve, r.curve_step.size());
+  }
+  write(f, "/layers/test_loss", padded<double>(P, max_layers, kNaN, [&](size_t i) -> const auto& {
+          return results[i].layer_test_loss; }), {P, max_layers});
+  set_attr(f, "/layers/test_loss", "doc", std::string("MSE of the readout after layer l (column l-1), NaN-padded"));
+  write(f, "/curves/step", padded<int64_t>(P, max_curve, -1, [&](size_t i) -> const auto& {
+          return results[i].curve_step; }), {P, max_curve});
+  write(f, "/curves/train_loss", padded<double>(P, max_curve, kNaN, [&](size_t i) -> const auto& {
+          return results[i].curve_train_loss; }), {P, max_curve});
+  write(f, "/curves/test_loss", padded<double>(P, max_curve, kNaN, [&](size_t i) -> const auto& {
+          return results[i].curve_test_loss; }), {P, max_curve});
+
+  for (size_t i = 0; i < P; ++i) {
+    const std::string g = "/weights/" + std::to_string(i);
+    const uint64_t L = points[i].layers, H = points[i].heads, D = points[i].d + 1;
+    write(f, g + "/theta", results[i].theta);
+    if (!results[i].P.empty()) {
+      write(f, g + "/P", results[i].P, {L, H, D, D});
+      write(f, g + "/Q", results[i].Q, {L, H, D, D});
+    }
+  }
+}
+
+}  // namespace
+
+void write_results_file(const std::string& path, const std::vector<Point>& points,
+                        const std::vector<Result>& results, const std::string& spec_text) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  try {
+    File f = File::create_truncate(tmp);
+    write_all(f, points, results, spec_text);
+    f.close();
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw H5Error("cannot rename " + tmp + " to " + path);
+  }
+}
+
+}  // namespace icl::io

@@ -1,0 +1,35 @@
+// icl-sweep: linear transformers trained on in-context linear regression, one point or a sweep.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "icl/build_info.hpp"
+#include "icl/cli/cli.hpp"
+
+static void usage(std::FILE* to) {
+  std::fprintf(to,
+               "usage: icl-sweep <command> [options]\n\n"
+               "commands:\n"
+               "  train      train and evaluate one grid point (icl-sweep train --help)\n"
+               "  version    print version, git revision and build flags\n");
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return icl::cli::kExitUsage;
+  }
+  const std::string cmd = argv[1];
+  if (cmd == "train") return icl::cli::train_main(argc - 1, argv + 1);
+  if (cmd == "version" || cmd == "--version") {
+    std::printf("icl-sweep %s (git %s)\nbuild: %s\n", icl::build::version, icl::build::git_revision, icl::build::flags);
+    return icl::cli::kExitOk;
+  }
+  if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+    usage(stdout);
+    return icl::cli::kExitOk;
+  }
+  std::fprintf(stderr, "icl-sweep: unknown command '%s'\n", cmd.c_str());
+  usage(stderr);
+  return icl::cli::kExitUsage;
+}
