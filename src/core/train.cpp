@@ -12,7 +12,7 @@
 #include <limits>
 
 #include "icl/core/data.hpp"
-#include "icl/core/model.hpp"
+#include "icl/core/objective.hpp"
 #include "icl/core/optim.hpp"
 #include "icl/core/params.hpp"
 
@@ -24,35 +24,16 @@ constexpr double kDivergeFactor = 1e4;
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Per-layer mean squared error of the readouts on `set`.
-template <class T>
-void evaluate(LaneModel<T>& model, const TaskBatch<T>& set, std::vector<double>& layer_loss,
-              LaneVec<T>& yhat) {
-  const int Ls = model.shape().layers;
-  std::vector<double> sum(Ls, 0.0);
-  for (int c = 0; c < set.chunks; ++c) {
-    model.model_forward(set.chunk_Z(c), yhat.data());
-    for (int l = 0; l < Ls; ++l) {
-      const Lane<T> e = (yhat[l] - set.y[c]) * set.mask[c];
-      sum[l] += static_cast<double>(lane_sum<T>(e * e));
-    }
-  }
-  for (int l = 0; l < Ls; ++l) layer_loss[l] = sum[l] / set.B;
-}
-
 template <class T>
 Result train_typed(const Point& p) {
   const auto t_start = Clock::now();
   Result r;
   const TaskLaw law = make_task_law(p);
-  const ParamLayout layout(p);
-  LaneModel<T> model(model_shape(p));
+  Objective<T> objective(p);
+  const ParamLayout& layout = objective.layout();
   std::vector<double> theta = param_init(p, layout);
   OptState opt = opt_init(layout.size());
-  std::vector<T> P(layout.PQ_size()), Q(layout.PQ_size());
-  std::vector<double> dP(layout.PQ_size()), dQ(layout.PQ_size()), g(layout.size());
-  LaneVec<T> yhat(p.layers);
-  std::vector<double> layer_loss(p.layers);
+  std::vector<double> g(layout.size()), layer_loss(p.layers);
 
   TaskBatch<T> batch, eval_set;
   batch.resize(p.batch, p.d, p.n);
@@ -60,25 +41,12 @@ Result train_typed(const Point& p) {
   sample_tasks(law, p.seed, Stream::eval, 0, eval_set);
   r.flops_per_step = model_flops_per_task(p) * p.batch;
 
-  const T inv_B = T(1) / static_cast<T>(p.batch);
   double first_loss = 0.0, loss_since_eval = 0.0;
   int64_t steps_since_eval = 0;
   for (int64_t s = 0; s < p.steps; ++s) {
     const auto t_step = Clock::now();
     if (s % p.refresh == 0) sample_tasks(law, p.seed, Stream::train, static_cast<uint64_t>(s / p.refresh), batch);
-    layout.expand(theta.data(), P.data(), Q.data());
-    model.set_weights(P.data(), Q.data());
-    model.zero_grad();
-    double loss = 0.0;
-    for (int c = 0; c < batch.chunks; ++c) {
-      model.model_forward(batch.chunk_Z(c), yhat.data());
-      const Lane<T> err = (yhat[p.layers - 1] - batch.y[c]) * batch.mask[c];
-      loss += static_cast<double>(lane_sum<T>(err * err));
-      model.model_backward(T(2) * inv_B * err);   // d/dyhat of mean (yhat - y)^2
-    }
-    loss /= p.batch;
-    model.grad(dP.data(), dQ.data());
-    layout.collapse(dP.data(), dQ.data(), g.data());
+    const double loss = objective.loss_grad(batch, theta, &g);
     const double gnorm = clip_grad(p, layout, g);
     if (s == 0) first_loss = loss;
     r.steps_done = s + 1;
@@ -97,9 +65,7 @@ Result train_typed(const Point& p) {
 
     if ((s + 1) % p.eval_every == 0 || s + 1 == p.steps) {
       const auto t_eval = Clock::now();
-      layout.expand(theta.data(), P.data(), Q.data());
-      model.set_weights(P.data(), Q.data());
-      evaluate(model, eval_set, layer_loss, yhat);
+      objective.layer_losses(eval_set, theta, layer_loss);
       r.curve_step.push_back(s + 1);
       r.curve_train_loss.push_back(loss_since_eval / steps_since_eval);
       r.curve_test_loss.push_back(layer_loss[p.layers - 1]);
@@ -111,9 +77,8 @@ Result train_typed(const Point& p) {
   }
 
   r.theta = theta;
-  r.P.resize(P.size());
-  r.Q.resize(Q.size());
-  std::vector<double> Pd(P.size()), Qd(Q.size());
+  r.P.resize(layout.PQ_size());
+  r.Q.resize(layout.PQ_size());
   layout.expand(theta.data(), r.P.data(), r.Q.data());
   if (r.status == Status::ok) {
     r.layer_test_loss = layer_loss;

@@ -1,0 +1,60 @@
+// loss = (1/B) sum_t (yhat_t - y_t)^2,  d loss / d yhat_t = (2/B) (yhat_t - y_t); padded lanes have
+// mask 0 and contribute nothing.  The per-chunk gradients accumulate in the model's lane accumulators
+// and are reduced once, in a fixed order, then mapped to theta by ParamLayout::collapse.
+#include "icl/core/objective.hpp"
+
+namespace icl {
+
+template <class T>
+Objective<T>::Objective(const Point& p)
+    : layout_(p), model_(model_shape(p)), P_(layout_.PQ_size()), Q_(layout_.PQ_size()),
+      dP_(layout_.PQ_size()), dQ_(layout_.PQ_size()), sum_(p.layers), yhat_(p.layers) {}
+
+template <class T>
+void Objective<T>::load(const std::vector<double>& theta) {
+  layout_.expand(theta.data(), P_.data(), Q_.data());
+  model_.set_weights(P_.data(), Q_.data());
+}
+
+template <class T>
+double Objective<T>::loss_grad(const TaskBatch<T>& batch, const std::vector<double>& theta, std::vector<double>* g) {
+  load(theta);
+  const int last = model_.shape().layers - 1;
+  const T scale = T(2) / static_cast<T>(batch.B);
+  if (g) model_.zero_grad();
+  double loss = 0.0;
+  for (int c = 0; c < batch.chunks; ++c) {
+    model_.model_forward(batch.chunk_Z(c), yhat_.data());
+    const Lane<T> err = (yhat_[last] - batch.y[c]) * batch.mask[c];
+    loss += static_cast<double>(lane_sum<T>(err * err));
+    if (g) model_.model_backward(scale * err);
+  }
+  if (g) {
+    model_.grad(dP_.data(), dQ_.data());
+    g->resize(layout_.size());
+    layout_.collapse(dP_.data(), dQ_.data(), g->data());
+  }
+  return loss / batch.B;
+}
+
+template <class T>
+void Objective<T>::layer_losses(const TaskBatch<T>& batch, const std::vector<double>& theta,
+                                std::vector<double>& layer_loss) {
+  load(theta);
+  const int Ls = model_.shape().layers;
+  for (double& s : sum_) s = 0.0;
+  for (int c = 0; c < batch.chunks; ++c) {
+    model_.model_forward(batch.chunk_Z(c), yhat_.data());
+    for (int l = 0; l < Ls; ++l) {
+      const Lane<T> e = (yhat_[l] - batch.y[c]) * batch.mask[c];
+      sum_[l] += static_cast<double>(lane_sum<T>(e * e));
+    }
+  }
+  layer_loss.resize(Ls);
+  for (int l = 0; l < Ls; ++l) layer_loss[l] = sum_[l] / batch.B;
+}
+
+template class Objective<float>;
+template class Objective<double>;
+
+}  // namespace icl

@@ -1,0 +1,165 @@
+// The batched lane model against the frozen naive reference, and every parameterisation's gradient
+// against central finite differences (double), at zero, tiny and random weights.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "icl/core/model.hpp"
+#include "icl/core/model_ref.hpp"
+#include "icl/core/objective.hpp"
+#include "icl/core/params.hpp"
+#include "test_util.hpp"
+
+namespace icl {
+namespace {
+
+using test::make_batch;
+using test::make_point;
+using test::task_Z;
+using test::worst_rel;
+
+std::vector<double> random_theta(const ParamLayout& layout, double scale, uint64_t seed) {
+  std::vector<double> th(layout.size());
+  rng_normals(rng_key(seed, Stream::analysis), 0, layout.size(), th.data());
+  for (double& x : th) x *= scale;
+  return th;
+}
+
+struct RefCase {
+  const char* name;
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+
+class ModelVsRef : public ::testing::TestWithParam<RefCase> {};
+
+// Readouts of every layer, dP, dQ and dZ0 of the batched kernels against the naive reference, over a
+// batch that spans several chunks including a padded one.
+template <class T>
+void compare_with_reference(const Point& p, double tol) {
+  const int B = 2 * kLanes<T> + 3, D = p.d + 1, Ls = p.layers, H = p.heads;
+  const TaskBatch<T> batch = make_batch<T>(p, B);
+  const ParamLayout layout(p);
+  const std::vector<double> theta = random_theta(layout, 0.3, 11);
+  std::vector<T> P(layout.PQ_size()), Q(layout.PQ_size());
+  layout.expand(theta.data(), P.data(), Q.data());
+  std::vector<double> Pd(P.size()), Qd(Q.size());
+  layout.expand(theta.data(), Pd.data(), Qd.data());
+  std::vector<Eigen::MatrixXd> Pm, Qm;
+  for (int k = 0; k < Ls * H; ++k) {
+    Pm.push_back(Eigen::Map<const Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(Pd.data() + k * D * D, D, D));
+    Qm.push_back(Eigen::Map<const Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(Qd.data() + k * D * D, D, D));
+  }
+
+  const ModelShape shape = model_shape(p);
+  LaneModel<T> model(shape);
+  model.set_weights(P.data(), Q.data());
+  model.zero_grad();
+  LaneVec<T> yhat(Ls);
+  std::vector<double> y_lane, y_ref, dZ_lane, dZ_ref;
+  std::vector<Eigen::MatrixXd> dPsum(Ls * H, Eigen::MatrixXd::Zero(D, D)), dQsum = dPsum;
+  for (int c = 0; c < batch.chunks; ++c) {
+    model.model_forward(batch.chunk_Z(c), yhat.data());
+    Lane<T> g{};
+    for (int v = 0; v < kLanes<T>; ++v) g[v] = static_cast<T>(c * kLanes<T> + v < B ? 0.5 + 0.1 * v : 0.0);
+    model.model_backward(g);
+    for (int v = 0; v < kLanes<T> && c * kLanes<T> + v < B; ++v) {
+      const int t = c * kLanes<T> + v;
+      const Eigen::MatrixXd Z0 = task_Z(batch, t);
+      const Eigen::VectorXd yr = ref_forward(shape, Pm, Qm, Z0);
+      std::vector<Eigen::MatrixXd> dPr, dQr;
+      Eigen::MatrixXd dZr;
+      ref_backward(shape, Pm, Qm, Z0, static_cast<double>(g[v]), &dPr, &dQr, &dZr);
+      for (int l = 0; l < Ls; ++l) {
+        y_lane.push_back(yhat[l][v]);
+        y_ref.push_back(yr(l));
+      }
+      for (int k = 0; k < Ls * H; ++k) {
+        dPsum[k] += dPr[k];
+        dQsum[k] += dQr[k];
+      }
+      for (int i = 0; i < D; ++i)
+        for (int j = 0; j <= p.n; ++j) {
+          dZ_lane.push_back(model.input_grad()[i * (p.n + 1) + j][v]);
+          dZ_ref.push_back(dZr(i, j));
+        }
+    }
+  }
+  std::vector<double> dP(P.size()), dQ(Q.size()), dP_ref, dQ_ref;
+  model.grad(dP.data(), dQ.data());
+  for (int k = 0; k < Ls * H; ++k)
+    for (int i = 0; i < D; ++i)
+      for (int m = 0; m < D; ++m) {
+        dP_ref.push_back(dPsum[k](i, m));
+        dQ_ref.push_back(dQsum[k](i, m));
+      }
+  const double e_y = worst_rel(y_lane, y_ref), e_P = worst_rel(dP, dP_ref), e_Q = worst_rel(dQ, dQ_ref),
+               e_Z = worst_rel(dZ_lane, dZ_ref);
+  std::printf("  worst relative error vs reference: yhat %.2e  dP %.2e  dQ %.2e  dZ0 %.2e\n", e_y, e_P, e_Q, e_Z);
+  EXPECT_LT(e_y, tol);
+  EXPECT_LT(e_P, tol);
+  EXPECT_LT(e_Q, tol);
+  EXPECT_LT(e_Z, tol);
+}
+
+TEST_P(ModelVsRef, Float64MatchesReference) { compare_with_reference<double>(make_point(GetParam().settings), 1e-10); }
+TEST_P(ModelVsRef, Float32MatchesReference) { compare_with_reference<float>(make_point(GetParam().settings), 2e-3); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ModelVsRef,
+    ::testing::Values(
+        RefCase{"linear_d5_L3", {{"d", "5"}, {"n", "20"}, {"layers", "3"}}},
+        RefCase{"linear_d10_L2_H2", {{"d", "10"}, {"n", "20"}, {"layers", "2"}, {"heads", "2"}}},
+        RefCase{"linear_d1_norm1", {{"d", "1"}, {"n", "4"}, {"layers", "2"}, {"norm", "1"}}},
+        RefCase{"linear_dynamicD_d14", {{"d", "14"}, {"n", "9"}, {"layers", "2"}, {"heads", "2"}}},
+        RefCase{"softmax_d3_L2_H2", {{"d", "3"}, {"n", "7"}, {"layers", "2"}, {"heads", "2"}, {"attention", "softmax"}}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+// ---- gradients against central finite differences ------------------------------------------------
+
+struct GradCase {
+  const char* name;
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+class GradientCheck : public ::testing::TestWithParam<GradCase> {};
+
+TEST_P(GradientCheck, MatchesCentralDifferencesAtZeroTinyAndRandomWeights) {
+  const Point p = make_point(GetParam().settings);
+  const TaskBatch<double> batch = make_batch<double>(p, 13);
+  Objective<double> obj(p);
+  const int size = obj.layout().size();
+  for (const double scale : {0.0, 1e-4, 0.3}) {
+    const std::vector<double> theta = random_theta(obj.layout(), scale, 5);
+    std::vector<double> g, fd(size);
+    obj.loss_grad(batch, theta, &g);
+    const double h = 1e-5;
+    for (int i = 0; i < size; ++i) {
+      std::vector<double> tp = theta, tm = theta;
+      tp[i] += h;
+      tm[i] -= h;
+      fd[i] = (obj.loss_grad(batch, tp, nullptr) - obj.loss_grad(batch, tm, nullptr)) / (2 * h);
+    }
+    const double worst = worst_rel(g, fd);
+    double gmax = 0.0;
+    for (double x : fd) gmax = std::max(gmax, std::fabs(x));
+    std::printf("  %-10s scale %-6g  %4d parameters  max|grad| %.3e  worst relative error %.2e\n",
+                GetParam().name, scale, size, gmax, worst);
+    EXPECT_LT(worst, 1e-6) << "scale " << scale;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Parameterisations, GradientCheck,
+    ::testing::Values(
+        GradCase{"full", {{"d", "3"}, {"n", "6"}, {"layers", "2"}, {"heads", "2"}}},
+        GradCase{"sparse_a", {{"d", "3"}, {"n", "6"}, {"layers", "3"}, {"param", "sparse_a"}}},
+        GradCase{"sparse_ab", {{"d", "3"}, {"n", "6"}, {"layers", "2"}, {"param", "sparse_ab"}}},
+        GradCase{"diag", {{"d", "3"}, {"n", "6"}, {"layers", "3"}, {"param", "diag"}, {"norm", "1"}}},
+        GradCase{"gdpp", {{"d", "3"}, {"n", "6"}, {"layers", "3"}, {"param", "gdpp"}, {"heads", "2"}}},
+        GradCase{"tied", {{"d", "3"}, {"n", "6"}, {"layers", "3"}, {"tie", "true"}}},
+        GradCase{"softmax", {{"d", "2"}, {"n", "5"}, {"layers", "2"}, {"attention", "softmax"}}},
+        GradCase{"noisy_rotated", {{"d", "3"}, {"n", "6"}, {"layers", "2"}, {"cov", "rotated:1,0.5,2"},
+                                   {"noise", "set:0.5,1"}}}),
+    [](const auto& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace icl
