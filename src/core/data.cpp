@@ -8,12 +8,38 @@
 //  rng_key(k_t, Stream::init..) of their own, by rejection (Marsaglia-Tsang).
 #include "icl/core/data.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "icl/core/check.hpp"
 
 namespace icl {
 namespace {
+
+// r = sqrt(-2 log u1), theta = 2 pi u2; u1 <- r cos(theta), u2 <- r sin(theta), elementwise.
+// Every element goes through the same SIMD code path: Eigen's vectorised functions on a dynamic array
+// would run a scalar prologue and tail whose extent depends on the buffer's address and length, and a
+// task's normals would then depend on where it sits in the batch.  Fixed-size, aligned blocks (a whole
+// number of packets) with a padded last block avoid that.
+template <class T>
+void box_muller_in_place(T* u1, T* u2, size_t count) {
+  constexpr int kBlock = 16;
+  using Block = Eigen::Array<T, kBlock, 1>;
+  Block a, b;
+  for (size_t i = 0; i < count; i += kBlock) {
+    const size_t m = std::min<size_t>(kBlock, count - i);
+    a.setConstant(T(0.5));
+    b.setConstant(T(0.5));
+    std::copy(u1 + i, u1 + i + m, a.data());
+    std::copy(u2 + i, u2 + i + m, b.data());
+    const Block r = (T(-2) * a.log()).sqrt();
+    const Block theta = T(6.283185307179586476925) * b;
+    a = r * theta.cos();
+    b = r * theta.sin();
+    std::copy(a.data(), a.data() + m, u1 + i);
+    std::copy(b.data(), b.data() + m, u2 + i);
+  }
+}
 
 // Haar-random rotation: QR of a gaussian matrix with the signs of R's diagonal folded into Q.
 Eigen::MatrixXd random_rotation(int d, uint64_t key) {
@@ -93,7 +119,7 @@ void TaskBatch<T>::resize(int B_, int d_, int n_) {
   const int m = d + (n + 1) * d + n, mp = (m + 1) / 2;
   scratch_u1.resize(static_cast<size_t>(B) * mp);
   scratch_u2.resize(static_cast<size_t>(B) * mp);
-  scratch_z.resize(static_cast<size_t>(B) * 2 * mp);
+  scratch_z.resize(static_cast<size_t>(2) * mp);
 }
 
 template <class T>
@@ -104,7 +130,7 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
   const int d = law.d, n = law.n, D = d + 1, N = n + 1, B = batch.B, V = kLanes<T>;
   const int m = d + N * d + n, mp = (m + 1) / 2;
 
-  // Box-Muller for the whole batch at once: vectorised log, sqrt, cos and sin over B x mp pairs.
+  // Box-Muller for the whole batch at once, vectorised: u1 becomes r cos(theta), u2 becomes r sin(theta).
   T* u1 = batch.scratch_u1.data();
   T* u2 = batch.scratch_u2.data();
   for (int t = 0; t < B; ++t) {
@@ -114,26 +140,22 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
       u2[static_cast<size_t>(t) * mp + q] = static_cast<T>(rng_uniform(key, 2 * q + 1));
     }
   }
-  {
-    Eigen::Map<ArrayT> U1(u1, mp, B), U2(u2, mp, B);
-    U1 = (T(-2) * U1.log()).sqrt();            // r
-    U2 *= T(6.283185307179586476925);          // theta
-    Strided(batch.scratch_z.data(), mp, B, Eigen::OuterStride<>(2 * mp)) = U1 * U2.cos();
-    Strided(batch.scratch_z.data() + mp, mp, B, Eigen::OuterStride<>(2 * mp)) = U1 * U2.sin();
-  }
+  box_muller_in_place(u1, u2, static_cast<size_t>(B) * mp);
 
   using MatT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
   using VecT = Eigen::Matrix<T, Eigen::Dynamic, 1>;
   const MatT Sigma_half = law.Sigma_half.cast<T>();
   const MatT w_half = law.w_half.cast<T>();
-  MatT X(d, N);
+  MatT X(d, N), g(d, N);
   VecT w(d);
   for (int t = 0; t < B; ++t) {
     const uint64_t key = rng_key(seed, stream, block, t);
-    const T* z = batch.scratch_z.data() + static_cast<size_t>(t) * 2 * mp;
+    T* z = batch.scratch_z.data();   // this task's normals: m cosines, then sines
+    std::copy(u1 + static_cast<size_t>(t) * mp, u1 + static_cast<size_t>(t + 1) * mp, z);
+    std::copy(u2 + static_cast<size_t>(t) * mp, u2 + static_cast<size_t>(t + 1) * mp, z + mp);
     w = Eigen::Map<const VecT>(z, d);
     if (w_half.size()) w = w_half * w;
-    const Eigen::Map<const MatT> g(z + d, d, N);
+    g = Eigen::Map<const MatT>(z + d, d, N);   // copied: aligned operands keep Eigen's kernels position-independent
     switch (law.x_dist) {
       case XDist::gaussian:
         if (Sigma_half.size()) X.noalias() = Sigma_half * g; else X = g;

@@ -200,8 +200,10 @@ std::vector<OptionDef> make_table() {
                  const auto colon = s.find(':');
                  const std::string kind = s.substr(0, colon);
                  std::vector<double> l;
-                 if (colon == std::string::npos || !parse_list(s.substr(colon + 1), &l))
-                   return "must be none, fixed:s, uniform:s_max or set:s1,s2,... with numbers after ':'";
+                 if (colon == std::string::npos)
+                   return "must be none, fixed:s, uniform:s_max or set:s1,s2,...";
+                 if (!parse_list(s.substr(colon + 1), &l))
+                   return "the levels after ':' must be a comma-separated list of numbers";
                  for (double x : l)
                    if (x < 0.0) return "noise levels must be >= 0 (got " + fmt(x) + ")";
                  if (kind == "fixed" || kind == "uniform") {

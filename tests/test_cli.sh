@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The train command's contract: bad input -> exit 2, a message naming option, value and rule, and
+# nothing written; good input -> a readable HDF5 file; an existing output is never clobbered.
+set -u
+bin=$1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+fail=0
+expect_usage_error() {   # expect_usage_error PATTERN ARGS... -o "$dir/bad.h5"
+  local pattern=$1; shift
+  local out rc
+  out=$("$bin" train --eval_tasks 16 --batch 16 "$@" 2>&1); rc=$?
+  if [ $rc -ne 2 ]; then echo "FAIL: $* exited $rc, not 2"; fail=1; fi
+  if ! grep -qF -- "$pattern" <<<"$out"; then echo "FAIL: $* printed '$out', expected '$pattern'"; fail=1; fi
+  if [ -e "$dir/bad.h5" ] || ls "$dir"/bad.h5.tmp.* >/dev/null 2>&1; then echo "FAIL: $* wrote a file"; fail=1; fi
+}
+expect_usage_error "option 'n' = '-3': must be an integer" --n -3 -o "$dir/bad.h5"
+expect_usage_error "option 'param' = 'dense': must be one of" --param dense -o "$dir/bad.h5"
+expect_usage_error "option 'noise' = 'set:1,,3'" --noise set:1,,3 -o "$dir/bad.h5"
+expect_usage_error "option 'cov' = 'diag:1,0,1,1,1': every eigenvalue must be > 0" --cov diag:1,0,1,1,1 -o "$dir/bad.h5"
+expect_usage_error "option 'cov' = 'diag:1,2': the spectrum needs exactly d = 5" --cov diag:1,2 -o "$dir/bad.h5"
+expect_usage_error "option 'steps' = '0'" --steps 0 -o "$dir/bad.h5"
+expect_usage_error "unrecognised option '--colour'" --colour red -o "$dir/bad.h5"
+expect_usage_error "option 'output' = '$dir/no/such/dir/x.h5': directory" -o "$dir/no/such/dir/x.h5"
+
+"$bin" train -o "$dir/ok.h5" --steps 20 --batch 64 --eval_tasks 64 --eval_every 10 >/dev/null || { echo "FAIL: good run"; fail=1; }
+[ -s "$dir/ok.h5" ] || { echo "FAIL: no output file"; fail=1; }
+before=$(md5sum < "$dir/ok.h5")
+out=$("$bin" train -o "$dir/ok.h5" --steps 5 --batch 16 --eval_tasks 16 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "exists; pass --force" <<<"$out" || { echo "FAIL: existing output: rc $rc, '$out'"; fail=1; }
+[ "$(md5sum < "$dir/ok.h5")" = "$before" ] || { echo "FAIL: existing output was modified"; fail=1; }
+"$bin" train -o "$dir/ok.h5" --force --steps 5 --batch 16 --eval_tasks 16 >/dev/null || { echo "FAIL: --force"; fail=1; }
+[ "$(md5sum < "$dir/ok.h5")" != "$before" ] || { echo "FAIL: --force did not rewrite"; fail=1; }
+[ $fail -eq 0 ] && echo "cli contract: all checks passed"
+exit $fail

@@ -1,0 +1,105 @@
+// The task laws of science.md section 1, checked by their moments on large seeded samples.
+#include <gtest/gtest.h>
+
+#include "icl/core/rng.hpp"
+#include "test_util.hpp"
+
+namespace icl {
+namespace {
+
+using test::make_batch;
+using test::make_point;
+
+struct Moments {
+  Eigen::MatrixXd x_cov;   // E[x x^T] over all tokens
+  Eigen::MatrixXd w_cov;   // E[w w^T]
+  double resid_var = 0;    // E[(y_i - <w, x_i>)^2] over context tokens
+  double query_resid = 0;  // max |y_q - <w, x_q>|
+  double max_abs_x = 0, mean_norm2 = 0, min_norm = 1e300, max_norm = 0;
+};
+
+Moments moments(const Point& p, int B) {
+  const auto batch = make_batch<double>(p, B);
+  Moments m;
+  m.x_cov = Eigen::MatrixXd::Zero(p.d, p.d);
+  m.w_cov = Eigen::MatrixXd::Zero(p.d, p.d);
+  for (int t = 0; t < B; ++t) {
+    Eigen::MatrixXd X;
+    Eigen::VectorXd y;
+    batch_task(batch, t, &X, &y);
+    const Eigen::Map<const Eigen::VectorXd> w(batch.w.data() + static_cast<size_t>(t) * p.d, p.d);
+    m.x_cov += X * X.transpose() / (B * X.cols());
+    m.w_cov += w * w.transpose() / B;
+    for (int j = 0; j < p.n; ++j) m.resid_var += std::pow(y(j) - w.dot(X.col(j)), 2) / (B * p.n);
+    m.query_resid = std::max(m.query_resid, std::fabs(y(p.n) - w.dot(X.col(p.n))));
+    m.max_abs_x = std::max(m.max_abs_x, X.cwiseAbs().maxCoeff());
+    for (int j = 0; j <= p.n; ++j) {
+      const double nn = X.col(j).norm();
+      m.mean_norm2 += nn * nn / (B * X.cols());
+      m.min_norm = std::min(m.min_norm, nn);
+      m.max_norm = std::max(m.max_norm, nn);
+    }
+  }
+  return m;
+}
+
+TEST(Data, GaussianRotatedCovarianceAndInversePrior) {
+  const Point p = make_point({{"d", "4"}, {"n", "10"}, {"cov", "rotated:1,4,0.25,2"}, {"w_prior", "inverse_cov"},
+                              {"precision", "float64"}, {"seed", "5"}});
+  const TaskLaw law = make_task_law(p);
+  const Moments m = moments(p, 20000);
+  EXPECT_LT((m.x_cov - law.Sigma).norm() / law.Sigma.norm(), 0.02);
+  EXPECT_LT((m.w_cov - law.Sigma.inverse()).norm() / law.Sigma.inverse().norm(), 0.03);
+  EXPECT_LT(m.query_resid, 1e-12);   // noiseless query
+  EXPECT_LT(m.resid_var, 1e-20);     // noise = none
+  const Eigen::VectorXd ev = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(law.Sigma).eigenvalues();
+  EXPECT_NEAR(ev(0), 0.25, 1e-12);
+  EXPECT_NEAR(ev(3), 4.0, 1e-12);
+  EXPECT_GT(std::fabs(law.Sigma(0, 1)), 1e-3);   // really rotated
+}
+
+TEST(Data, NoiseLaws) {
+  struct Case { const char* noise; double var; };   // E[sigma^2]
+  for (const Case c : {Case{"fixed:0.5", 0.25}, Case{"uniform:2", 4.0 / 3.0}, Case{"set:1,3", 5.0}}) {
+    const Point p = make_point({{"d", "3"}, {"n", "8"}, {"noise", c.noise}, {"precision", "float64"}});
+    EXPECT_NEAR(moments(p, 20000).resid_var, c.var, 0.03 * c.var) << c.noise;
+  }
+  const Point p = make_point({{"d", "3"}, {"n", "8"}, {"noise", "set:1,3"}});
+  const auto batch = make_batch<float>(p, 1000);
+  int ones = 0;
+  for (double s : batch.sigma) {
+    EXPECT_TRUE(s == 1.0 || s == 3.0);
+    ones += s == 1.0;
+  }
+  EXPECT_NEAR(ones, 500, 60);
+}
+
+TEST(Data, UniformSphereAndGammaInputs) {
+  const Moments u = moments(make_point({{"d", "10"}, {"n", "10"}, {"x_dist", "uniform"}, {"precision", "float64"}}), 5000);
+  EXPECT_LE(u.max_abs_x, 0.5);
+  EXPECT_NEAR(u.x_cov(0, 0), 0.25 / 3, 0.003);
+  const Moments s = moments(make_point({{"d", "5"}, {"n", "10"}, {"x_dist", "sphere"}, {"precision", "float64"}}), 2000);
+  EXPECT_NEAR(s.min_norm, 1.0, 1e-12);
+  EXPECT_NEAR(s.max_norm, 1.0, 1e-12);
+  const Moments g = moments(make_point({{"d", "5"}, {"n", "20"}, {"x_dist", "gamma"}, {"precision", "float64"}}), 20000);
+  EXPECT_NEAR(g.mean_norm2, 10.0, 0.6);   // E|x|^2 = E[G] = k * 10/k
+  EXPECT_GT(g.max_norm, 20.0);            // heavy tail: G ~ Gamma(0.1, 100)
+  EXPECT_LT(g.min_norm, 1e-3);
+}
+
+TEST(Rng, NormalMomentsAndIndependenceOfStreams) {
+  const int n = 200000;
+  std::vector<double> z(n);
+  rng_normals(rng_key(1, Stream::train), 0, n, z.data());
+  double m1 = 0, m2 = 0, m4 = 0;
+  for (double x : z) { m1 += x / n; m2 += x * x / n; m4 += x * x * x * x / n; }
+  EXPECT_NEAR(m1, 0.0, 0.01);
+  EXPECT_NEAR(m2, 1.0, 0.01);
+  EXPECT_NEAR(m4, 3.0, 0.06);
+  EXPECT_NE(rng_key(1, Stream::train), rng_key(1, Stream::eval));
+  EXPECT_NE(rng_key(1, Stream::train, 0, 1), rng_key(1, Stream::train, 1, 0));
+  EXPECT_EQ(rng_normal(rng_key(3, Stream::init), 17), rng_normal(rng_key(3, Stream::init), 17));
+}
+
+}  // namespace
+}  // namespace icl

@@ -1,0 +1,70 @@
+// A point's result depends only on the point: same point, same bits; another seed, other bits; a task's
+// data does not depend on the batch it is drawn in.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "icl/core/train.hpp"
+#include "test_util.hpp"
+
+namespace icl {
+namespace {
+
+using test::make_point;
+
+template <class V>
+bool same_bits(const V& a, const V& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), sizeof(a[0]) * a.size()) == 0);
+}
+
+bool same_result(const Result& a, const Result& b) {   // every field but the timings
+  return a.status == b.status && a.message == b.message && a.steps_done == b.steps_done &&
+         std::memcmp(&a.test_loss, &b.test_loss, sizeof(double)) == 0 &&
+         std::memcmp(&a.train_loss, &b.train_loss, sizeof(double)) == 0 && same_bits(a.layer_test_loss, b.layer_test_loss) &&
+         same_bits(a.curve_step, b.curve_step) && same_bits(a.curve_train_loss, b.curve_train_loss) &&
+         same_bits(a.curve_test_loss, b.curve_test_loss) && same_bits(a.theta, b.theta) && same_bits(a.P, b.P) &&
+         same_bits(a.Q, b.Q);
+}
+
+TEST(Determinism, SamePointGivesIdenticalBitsAndOtherSeedsDiffer) {
+  for (const char* precision : {"float32", "float64"}) {
+    const Point p = make_point({{"d", "4"}, {"n", "10"}, {"layers", "2"}, {"heads", "2"}, {"batch", "100"},
+                                {"steps", "60"}, {"eval_every", "20"}, {"eval_tasks", "500"}, {"noise", "uniform:1"},
+                                {"cov", "rotated:1,2,0.5,1"}, {"refresh", "3"}, {"clip", "1"}, {"precision", precision}});
+    const Result a = train_point(p), b = train_point(p);
+    ASSERT_EQ(a.status, Status::ok) << a.message;
+    EXPECT_TRUE(same_result(a, b)) << precision;
+    Point q = p;
+    q.seed = p.seed + 1;
+    const Result c = train_point(q);
+    EXPECT_FALSE(same_bits(a.theta, c.theta)) << precision;
+    EXPECT_NE(a.test_loss, c.test_loss) << precision;
+  }
+}
+
+// Task t of a draw is the same whether the batch holds 37 or 300 tasks (chunking and padding differ).
+TEST(Determinism, TaskDataIndependentOfBatchSizeAndChunking) {
+  const Point p = make_point({{"d", "3"}, {"n", "5"}, {"noise", "set:1,3"}, {"x_dist", "gamma"}});
+  const auto small = test::make_batch<float>(p, 37), large = test::make_batch<float>(p, 300);
+  for (int t = 0; t < 37; ++t) {
+    Eigen::MatrixXd X1, X2;
+    Eigen::VectorXd y1, y2;
+    batch_task(small, t, &X1, &y1);
+    batch_task(large, t, &X2, &y2);
+    EXPECT_EQ(X1, X2) << "task " << t;
+    EXPECT_EQ(y1, y2) << "task " << t;
+    EXPECT_EQ(small.sigma[t], large.sigma[t]);
+  }
+}
+
+TEST(Determinism, DivergingPointIsReportedNotThrown) {
+  const Point p = make_point({{"d", "10"}, {"n", "20"}, {"layers", "7"}, {"batch", "64"}, {"steps", "50"},
+                              {"init_scale", "0.05"}, {"eval_tasks", "64"}});
+  const Result r = train_point(p);
+  EXPECT_EQ(r.status, Status::diverged);
+  EXPECT_NE(r.message.find("step"), std::string::npos) << r.message;
+  EXPECT_TRUE(std::isnan(r.test_loss));
+}
+
+}  // namespace
+}  // namespace icl

@@ -1,0 +1,121 @@
+// Option parsing and validation: every error names the option, the value and the rule.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "icl/core/optim.hpp"
+#include "icl/core/options.hpp"
+
+namespace icl {
+namespace {
+
+TEST(Options, EveryOptionRoundTripsThroughItsText) {
+  Point p;
+  ASSERT_EQ(point_set(p, "cov", "rotated:1,0.5,2,1,1"), "");
+  ASSERT_EQ(point_set(p, "noise", "set:1,3,5"), "");
+  ASSERT_EQ(point_set(p, "x_dist", "gamma:0.2"), "");
+  for (const OptionDef& o : option_table()) {
+    Point q;
+    EXPECT_EQ(point_set(q, o.name, o.get(p)), "") << o.name;
+    EXPECT_EQ(o.get(q), o.get(p)) << o.name;
+  }
+  EXPECT_EQ(point_to_text(p).find("cov = rotated:1,0.5,2,1,1\n") != std::string::npos, true);
+}
+
+TEST(Options, IssueListIsCovered) {
+  for (const char* name : {"d", "n", "layers", "heads", "param", "norm", "x_dist", "cov", "w_prior", "noise", "optimizer",
+                           "lr", "beta1", "beta2", "momentum", "weight_decay", "clip", "clip_mode", "schedule",
+                           "warmup", "steps", "batch", "refresh", "init", "init_scale", "eval_tasks", "eval_every",
+                           "seed", "precision"})
+    EXPECT_NE(find_option(name), nullptr) << name;
+}
+
+TEST(Options, BadValuesNameOptionValueAndRule) {
+  struct Case { const char* name; const char* value; const char* rule; };
+  for (const Case c : {Case{"n", "-3", "integer in [1,"}, Case{"n", "2.5", "integer"}, Case{"param", "dense", "one of"},
+                       Case{"noise", "set:1,,3", "comma-separated"}, Case{"noise", "uniform:1,2", "exactly one"},
+                       Case{"noise", "set:-1", ">= 0"}, Case{"cov", "diag:1,0,2", "> 0"},
+                       Case{"cov", "diag:1,-2", "> 0"}, Case{"steps", "0", "integer in [1,"},
+                       Case{"lr", "-1e-3", "> 0"}, Case{"beta2", "1", "< 1"}, Case{"x_dist", "cauchy", "gaussian"},
+                       Case{"lr", "1e-3x", "number"}, Case{"seed", "-1", ">= 0"}}) {
+    Point p;
+    const std::string why = point_set(p, c.name, c.value);
+    EXPECT_NE(why.find(std::string("option '") + c.name + "' = '" + c.value + "'"), std::string::npos) << why;
+    EXPECT_NE(why.find(c.rule), std::string::npos) << why;
+  }
+  Point p;
+  EXPECT_NE(point_set(p, "colour", "red").find("unknown option 'colour'"), std::string::npos);
+}
+
+TEST(Options, CrossOptionRules) {
+  Point p;
+  ASSERT_EQ(point_set(p, "cov", "diag:1,2"), "");   // d = 5
+  ASSERT_EQ(point_set(p, "steps", "10"), "");
+  ASSERT_EQ(point_set(p, "warmup", "10"), "");
+  ASSERT_EQ(point_set(p, "schedule", "step"), "");
+  const auto errs = point_validate(p);
+  ASSERT_EQ(errs.size(), 3u);
+  EXPECT_NE(errs[0].find("option 'cov'"), std::string::npos);
+  EXPECT_NE(errs[0].find("exactly d = 5"), std::string::npos);
+  EXPECT_NE(errs[1].find("option 'warmup' = '10'"), std::string::npos);
+  EXPECT_NE(errs[2].find("option 'decay_every'"), std::string::npos);
+  EXPECT_TRUE(point_validate(Point{}).empty());
+}
+
+TEST(Schedules, WarmupStepHalvingAndCosine) {
+  Point p;
+  p.lr = 1.0;
+  p.steps = 100;
+  p.warmup = 10;
+  EXPECT_DOUBLE_EQ(lr_at(p, 0), 0.1);
+  EXPECT_DOUBLE_EQ(lr_at(p, 9), 1.0);
+  EXPECT_DOUBLE_EQ(lr_at(p, 50), 1.0);
+  p.schedule = Schedule::step;
+  p.decay_every = 20;
+  EXPECT_DOUBLE_EQ(lr_at(p, 29), 1.0);
+  EXPECT_DOUBLE_EQ(lr_at(p, 30), 0.5);
+  EXPECT_DOUBLE_EQ(lr_at(p, 75), 0.125);   // (75 - warmup) / 20 = 3 halvings
+  p.schedule = Schedule::cosine;
+  EXPECT_DOUBLE_EQ(lr_at(p, 10), 1.0);
+  EXPECT_NEAR(lr_at(p, 55), 0.5, 1e-12);
+  EXPECT_NEAR(lr_at(p, 99), 0.5 * (1 + std::cos(3.14159265358979323846 * 89 / 90)), 1e-12);
+}
+
+TEST(Optimisers, AdamSgdAndClippingFollowTheirDefinitions) {
+  Point p;
+  p.d = 1;
+  const ParamLayout layout(p);   // full: P and Q are 2 x 2 views
+  std::vector<double> theta(layout.size(), 1.0), g(layout.size());
+  for (size_t i = 0; i < g.size(); ++i) g[i] = 0.1 * (i + 1);
+  // First Adam step moves every coordinate by lr * sign(g) (bias-corrected m / sqrt(v) = g / |g|).
+  OptState s = opt_init(layout.size());
+  opt_step(p, 0.01, theta, g, s);
+  for (double x : theta) EXPECT_NEAR(x, 0.99, 1e-8);
+  // SGD with momentum: the second step uses mu * g1 + g2.
+  p.optimizer = Optimizer::sgd;
+  p.momentum = 0.9;
+  std::vector<double> th(layout.size(), 0.0);
+  OptState t = opt_init(layout.size());
+  opt_step(p, 1.0, th, g, t);
+  opt_step(p, 1.0, th, g, t);
+  EXPECT_NEAR(th[0], -(0.1 + 1.9 * 0.1), 1e-12);
+  // Clipping: global scales the whole vector to norm clip; matrix clips each view to clip.
+  p.clip = 0.5;
+  std::vector<double> gg = g;
+  const double norm = clip_grad(p, layout, gg);
+  double after = 0;
+  for (double x : gg) after += x * x;
+  EXPECT_GT(norm, 0.5);
+  EXPECT_NEAR(std::sqrt(after), 0.5, 1e-5);
+  p.clip_mode = ClipMode::matrix;
+  gg = g;
+  clip_grad(p, layout, gg);
+  for (const ParamView& v : layout.views()) {
+    double n2 = 0;
+    for (int i = 0; i < v.rows * v.cols; ++i) n2 += gg[v.offset + i] * gg[v.offset + i];
+    EXPECT_NEAR(std::sqrt(n2), 0.5, 1e-5) << v.name;
+  }
+}
+
+}  // namespace
+}  // namespace icl
