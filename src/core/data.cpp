@@ -1,6 +1,6 @@
 // Task sampling (science.md section 1).
-//  Per task t the key k_t = rng_key(seed, stream, block, t) gives, with m = d + (n+1) d + n normals in
-//  mp = ceil(m/2) Box-Muller pairs (uniform pairs (2p, 2p+1) of k_t):
+//  Per task t the key k_t = rng_key(seed, stream, block, t) gives m = d + (n+1) d + n normals from
+//  mp = ceil(m/2) Box-Muller pairs (pair q: cosine = normal q, sine = normal mp + q; see box_muller_lanes):
 //    normals 0..d-1          -> g_w,  w = w_half g_w             (w ~ N(0, I) or N(0, Sigma^-1))
 //    normals d..d+(n+1)d-1   -> g_x,  x_i = Sigma_half g_x,i      (gaussian; sphere: g/|g|)
 //    next n normals          -> eps,  y_i = <w, x_i> + sigma eps_i (context only; the query is noiseless)
@@ -10,36 +10,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "icl/core/check.hpp"
 
 namespace icl {
 namespace {
-
-// r = sqrt(-2 log u1), theta = 2 pi u2; u1 <- r cos(theta), u2 <- r sin(theta), elementwise.
-// Every element goes through the same SIMD code path: Eigen's vectorised functions on a dynamic array
-// would run a scalar prologue and tail whose extent depends on the buffer's address and length, and a
-// task's normals would then depend on where it sits in the batch.  Fixed-size, aligned blocks (a whole
-// number of packets) with a padded last block avoid that.
-template <class T>
-void box_muller_in_place(T* u1, T* u2, size_t count) {
-  constexpr int kBlock = 16;
-  using Block = Eigen::Array<T, kBlock, 1>;
-  Block a, b;
-  for (size_t i = 0; i < count; i += kBlock) {
-    const size_t m = std::min<size_t>(kBlock, count - i);
-    a.setConstant(T(0.5));
-    b.setConstant(T(0.5));
-    std::copy(u1 + i, u1 + i + m, a.data());
-    std::copy(u2 + i, u2 + i + m, b.data());
-    const Block r = (T(-2) * a.log()).sqrt();
-    const Block theta = T(6.283185307179586476925) * b;
-    a = r * theta.cos();
-    b = r * theta.sin();
-    std::copy(a.data(), a.data() + m, u1 + i);
-    std::copy(b.data(), b.data() + m, u2 + i);
-  }
-}
 
 // Haar-random rotation: QR of a gaussian matrix with the signs of R's diagonal folded into Q.
 Eigen::MatrixXd random_rotation(int d, uint64_t key) {
@@ -117,84 +93,118 @@ void TaskBatch<T>::resize(int B_, int d_, int n_) {
   sigma.assign(B, 0.0);
   w.assign(static_cast<size_t>(B) * d, 0.0);
   const int m = d + (n + 1) * d + n, mp = (m + 1) / 2;
-  scratch_u1.resize(static_cast<size_t>(B) * mp);
-  scratch_u2.resize(static_cast<size_t>(B) * mp);
-  scratch_z.resize(static_cast<size_t>(2) * mp);
+  scratch.assign(static_cast<size_t>(2) * mp + d + 1, lane_zero<T>());
+}
+
+// Box-Muller pair q of the V tasks of a chunk, as lanes: u1, u2 from one hash per task (two 24-bit
+// halves for float, 53-bit uniforms of consecutive counters for double), then
+//   r = sqrt(-2 log u1), theta = 2 pi u2,  zc = r cos(theta),  zs = r sin(theta).
+// Every lane goes through the same fixed-size vector code: a task's normals do not depend on its lane.
+template <class T>
+void box_muller_lanes(const uint64_t* keys, int q, Lane<T>* zc, Lane<T>* zs) {
+  constexpr int V = kLanes<T>;
+  using Arr = Eigen::Array<T, V, 1>;
+  alignas(64) Arr u1, u2;
+  for (int v = 0; v < V; ++v) {
+    if constexpr (sizeof(T) == 4) {
+      const uint64_t b = rng_bits(keys[v], static_cast<uint64_t>(q));
+      u1[v] = (static_cast<float>(b >> 40) + 0.5f) * 0x1p-24f;
+      u2[v] = (static_cast<float>((b >> 8) & 0xffffffu) + 0.5f) * 0x1p-24f;
+    } else {
+      u1[v] = rng_uniform(keys[v], 2 * static_cast<uint64_t>(q));
+      u2[v] = rng_uniform(keys[v], 2 * static_cast<uint64_t>(q) + 1);
+    }
+  }
+  const Arr r = (T(-2) * u1.log()).sqrt();
+  const Arr theta = T(6.283185307179586476925) * u2;
+  const Arr c = r * theta.cos(), s = r * theta.sin();
+  std::memcpy(static_cast<void*>(zc), c.data(), sizeof(Lane<T>));
+  std::memcpy(static_cast<void*>(zs), s.data(), sizeof(Lane<T>));
 }
 
 template <class T>
 void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, TaskBatch<T>& batch) {
   ICL_CHECK(batch.d == law.d && batch.n == law.n);
-  using ArrayT = Eigen::Array<T, Eigen::Dynamic, Eigen::Dynamic>;
-  using Strided = Eigen::Map<ArrayT, 0, Eigen::OuterStride<>>;
+  using L = Lane<T>;
   const int d = law.d, n = law.n, D = d + 1, N = n + 1, B = batch.B, V = kLanes<T>;
   const int m = d + N * d + n, mp = (m + 1) / 2;
+  const bool rotate_x = law.Sigma_half.size() > 0, rotate_w = law.w_half.size() > 0;
+  L* G = batch.scratch.data();   // 2 mp normals (lanes): cosines of pairs 0..mp-1, then sines
+  L* w = G + 2 * mp;             // d lanes
+  L* sig = w + d;                // 1 lane: sigma of each task
+  uint64_t keys[kLanes<T>];
 
-  // Box-Muller for the whole batch at once, vectorised: u1 becomes r cos(theta), u2 becomes r sin(theta).
-  T* u1 = batch.scratch_u1.data();
-  T* u2 = batch.scratch_u2.data();
-  for (int t = 0; t < B; ++t) {
-    const uint64_t key = rng_key(seed, stream, block, t);
-    for (int q = 0; q < mp; ++q) {
-      u1[static_cast<size_t>(t) * mp + q] = static_cast<T>(rng_uniform(key, 2 * q));
-      u2[static_cast<size_t>(t) * mp + q] = static_cast<T>(rng_uniform(key, 2 * q + 1));
+  for (int c = 0; c < batch.chunks; ++c) {
+    const int live = std::min(V, B - c * V);
+    for (int v = 0; v < V; ++v) keys[v] = rng_key(seed, stream, block, static_cast<uint64_t>(c * V + std::min(v, live - 1)));
+    for (int q = 0; q < mp; ++q) box_muller_lanes<T>(keys, q, G + q, G + mp + q);
+    const L* g = G + d;   // x normals: g[j*d + i] is coordinate i of token j
+
+    for (int i = 0; i < d; ++i) {
+      L acc = rotate_w ? L{} : G[i];
+      if (rotate_w)
+        for (int k = 0; k < d; ++k) acc += static_cast<T>(law.w_half(i, k)) * G[k];
+      w[i] = acc;
     }
-  }
-  box_muller_in_place(u1, u2, static_cast<size_t>(B) * mp);
-
-  using MatT = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
-  using VecT = Eigen::Matrix<T, Eigen::Dynamic, 1>;
-  const MatT Sigma_half = law.Sigma_half.cast<T>();
-  const MatT w_half = law.w_half.cast<T>();
-  MatT X(d, N), g(d, N);
-  VecT w(d);
-  for (int t = 0; t < B; ++t) {
-    const uint64_t key = rng_key(seed, stream, block, t);
-    T* z = batch.scratch_z.data();   // this task's normals: m cosines, then sines
-    std::copy(u1 + static_cast<size_t>(t) * mp, u1 + static_cast<size_t>(t + 1) * mp, z);
-    std::copy(u2 + static_cast<size_t>(t) * mp, u2 + static_cast<size_t>(t + 1) * mp, z + mp);
-    w = Eigen::Map<const VecT>(z, d);
-    if (w_half.size()) w = w_half * w;
-    g = Eigen::Map<const MatT>(z + d, d, N);   // copied: aligned operands keep Eigen's kernels position-independent
+    L* Z = batch.Z.data() + static_cast<size_t>(c) * D * N;
     switch (law.x_dist) {
       case XDist::gaussian:
-        if (Sigma_half.size()) X.noalias() = Sigma_half * g; else X = g;
-        break;
-      case XDist::sphere:
-        X = g.colwise().normalized();
+        for (int j = 0; j < N; ++j)
+          for (int i = 0; i < d; ++i) {
+            L acc = rotate_x ? L{} : g[j * d + i];
+            if (rotate_x)
+              for (int k = 0; k < d; ++k) acc += static_cast<T>(law.Sigma_half(i, k)) * g[j * d + k];
+            Z[i * N + j] = acc;
+          }
         break;
       case XDist::uniform:
         for (int j = 0; j < N; ++j)
           for (int i = 0; i < d; ++i)
-            X(i, j) = static_cast<T>(law.x_param * (2.0 * rng_uniform(key, 2 * mp + 1 + j * d + i) - 1.0));
+            for (int v = 0; v < V; ++v)
+              Z[i * N + j][v] = static_cast<T>(law.x_param * (2.0 * rng_uniform(keys[v], 2 * mp + 1 + j * d + i) - 1.0));
         break;
+      case XDist::sphere:
       case XDist::gamma:
-        X = g.colwise().normalized();
-        for (int j = 0; j < N; ++j)
-          X.col(j) *= static_cast<T>(std::sqrt(gamma_draw(rng_key(key, Stream::eval, j), law.x_param,
-                                                          10.0 / law.x_param)));
+        for (int j = 0; j < N; ++j) {
+          L norm2{};
+          for (int i = 0; i < d; ++i) norm2 += g[j * d + i] * g[j * d + i];
+          L radius;
+          for (int v = 0; v < V; ++v) {
+            radius[v] = T(1) / std::sqrt(norm2[v]);
+            if (law.x_dist == XDist::gamma)
+              radius[v] *= static_cast<T>(
+                  std::sqrt(gamma_draw(rng_key(keys[v], Stream::eval, j), law.x_param, 10.0 / law.x_param)));
+          }
+          for (int i = 0; i < d; ++i) Z[i * N + j] = g[j * d + i] * radius;
+        }
         break;
     }
-    double sigma = 0.0;
-    const double us = rng_uniform(key, 2 * mp);
-    if (law.noise == NoiseKind::fixed) sigma = law.noise_sigma[0];
-    if (law.noise == NoiseKind::uniform) sigma = law.noise_sigma[0] * us;
-    if (law.noise == NoiseKind::set)
-      sigma = law.noise_sigma[std::min(law.noise_sigma.size() - 1,
-                                       static_cast<size_t>(us * static_cast<double>(law.noise_sigma.size())))];
-    const T* eps = z + d + N * d;
-
-    const int c = t / V, v = t % V;
-    Lane<T>* Zc = batch.Z.data() + static_cast<size_t>(c) * D * N;
-    for (int j = 0; j < N; ++j) {
-      for (int i = 0; i < d; ++i) Zc[i * N + j][v] = X(i, j);
-      const T label = X.col(j).dot(w);
-      if (j < n) Zc[d * N + j][v] = label + static_cast<T>(sigma) * eps[j];
-      else batch.y[c][v] = label;
+    for (int v = 0; v < V; ++v) {
+      const double us = rng_uniform(keys[v], 2 * mp);
+      double sigma = 0.0;
+      if (law.noise == NoiseKind::fixed) sigma = law.noise_sigma[0];
+      if (law.noise == NoiseKind::uniform) sigma = law.noise_sigma[0] * us;
+      if (law.noise == NoiseKind::set)
+        sigma = law.noise_sigma[std::min(law.noise_sigma.size() - 1,
+                                         static_cast<size_t>(us * static_cast<double>(law.noise_sigma.size())))];
+      sig[0][v] = static_cast<T>(sigma);
+      if (v < live) batch.sigma[c * V + v] = sigma;
     }
-    Zc[d * N + n][v] = T(0);
-    batch.sigma[t] = sigma;
-    for (int i = 0; i < d; ++i) batch.w[static_cast<size_t>(t) * d + i] = w(i);
+    const L* eps = G + d + N * d;
+    for (int j = 0; j < N; ++j) {
+      L label{};
+      for (int i = 0; i < d; ++i) label += w[i] * Z[i * N + j];
+      if (j < n) Z[d * N + j] = label + sig[0] * eps[j];
+      else batch.y[c] = label;
+    }
+    Z[d * N + n] = L{};
+    for (int v = 0; v < live; ++v)
+      for (int i = 0; i < d; ++i) batch.w[static_cast<size_t>(c * V + v) * d + i] = w[i][v];
+    if (live < V) {   // padding: all-zero tasks (mask 0)
+      for (int x = 0; x < D * N; ++x)
+        for (int v = live; v < V; ++v) Z[x][v] = T(0);
+      for (int v = live; v < V; ++v) batch.y[c][v] = T(0);
+    }
   }
 }
 

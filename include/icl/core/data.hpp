@@ -38,7 +38,7 @@ struct TaskBatch {
   LaneVec<T> mask;       // chunks: 1 for a task, 0 for padding
   std::vector<double> sigma;   // B: the task's noise std
   std::vector<double> w;       // B x d: the task's weight vector
-  std::vector<T> scratch_u1, scratch_u2, scratch_z;   // sized once, reused by every draw
+  LaneVec<T> scratch;          // one chunk's normals, w and sigma: sized once, reused by every draw
 
   void resize(int B_, int d_, int n_);
   const Lane<T>* chunk_Z(int c) const { return Z.data() + static_cast<size_t>(c) * (d + 1) * (n + 1); }

@@ -1,0 +1,55 @@
+// Training throughput of one grid point, single thread: steps/s, model GFLOP/s, the share of time spent
+// drawing tasks, and the process's peak resident memory.  One line per run, machine-readable; the table
+// beside PyTorch and the machine's peak is made by bench/run_bench.sh.
+//   bench_train CONFIG [STEPS]      CONFIG = 1: d=5 n=20 L=3 B=1000;  2: d=10 n=20 L=7 B=2048
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "icl/core/data.hpp"
+#include "icl/core/options.hpp"
+#include "icl/core/train.hpp"
+
+using namespace icl;
+
+int main(int argc, char** argv) {
+  const int config = argc > 1 ? std::atoi(argv[1]) : 1;
+  Point p;
+  // The same loop as bench/torch_peer.py: full P, Q, c = 1/n, fresh noiseless tasks every step,
+  // Adam (0.9, 0.999), global-norm clipping at 1, 10,000 evaluation tasks evaluated once at the end.
+  std::vector<std::pair<std::string, std::string>> s = {{"param", "full"}, {"clip", "1"}, {"eval_tasks", "10000"}};
+  if (config == 1) {
+    s.insert(s.end(), {{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"batch", "1000"}, {"steps", "2000"}});
+  } else {
+    s.insert(s.end(), {{"d", "10"}, {"n", "20"}, {"layers", "7"}, {"batch", "2048"}, {"steps", "200"},
+                       {"lr", "1e-4"}, {"init_scale", "0.02"}});
+  }
+  if (argc > 2) s.push_back({"steps", argv[2]});
+  for (const auto& [k, v] : s) {
+    const std::string why = point_set(p, k, v);
+    if (!why.empty()) { std::fprintf(stderr, "%s\n", why.c_str()); return 2; }
+  }
+  p.eval_every = static_cast<int>(p.steps);
+
+  // Drawing tasks alone, for the breakdown.
+  TaskBatch<float> batch;
+  batch.resize(p.batch, p.d, p.n);
+  const TaskLaw law = make_task_law(p);
+  const int draws = 50;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < draws; ++i) sample_tasks(law, p.seed, Stream::train, i, batch);
+  const double draw_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / draws;
+
+  const Result r = train_point(p);
+  const double sps = r.steps_done / r.seconds_train;
+  rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("icl config=%d d=%d n=%d layers=%d batch=%d status=%s steps=%lld steps_per_s=%.1f flops_per_step=%.4g "
+              "gflops=%.2f data_share=%.3f final_loss=%.4g max_rss_mib=%.1f\n",
+              config, p.d, p.n, p.layers, p.batch, status_name(r.status), static_cast<long long>(r.steps_done), sps,
+              r.flops_per_step, r.flops_per_step * sps * 1e-9, draw_s * sps, r.test_loss, ru.ru_maxrss / 1024.0);
+  return r.status == Status::ok ? 0 : 1;
+}
