@@ -51,11 +51,14 @@ bool parse_list(const std::string& text, std::vector<double>* out) {
   return !out->empty() && text.back() != ',';
 }
 
+// The shortest text that reads back as exactly v.
 std::string fmt(double v) {
-  std::ostringstream os;
-  os.precision(17);
-  os << v;
-  return os.str();
+  for (int precision = 6;; ++precision) {
+    std::ostringstream os;
+    os.precision(precision);
+    os << v;
+    if (precision >= 17 || std::strtod(os.str().c_str(), nullptr) == v) return os.str();
+  }
 }
 
 std::string fmt_list(const std::vector<double>& v) {
