@@ -40,6 +40,10 @@ Result train_typed(const Point& p) {
   eval_set.resize(p.eval_tasks, p.d, p.n);
   sample_tasks(law, p.seed, Stream::eval, 0, eval_set);
   r.flops_per_step = model_flops_per_task(p) * p.batch;
+  const size_t records = static_cast<size_t>(p.steps / p.eval_every + 1);
+  r.curve_step.reserve(records);
+  r.curve_train_loss.reserve(records);
+  r.curve_test_loss.reserve(records);
 
   double first_loss = 0.0, loss_since_eval = 0.0;
   int64_t steps_since_eval = 0;
