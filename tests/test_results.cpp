@@ -41,7 +41,7 @@ TEST(Results, TrainedPointRoundTripsThroughHdf5) {
   std::vector<uint64_t> dims;
   EXPECT_EQ(io::read_double(f, "/layers/test_loss", &dims), r.layer_test_loss);
   EXPECT_EQ(dims, (std::vector<uint64_t>{1, 2}));
-  EXPECT_EQ(io::read_int64(f, "/curves/step"), (std::vector<int64_t>{10, 20, 30}));
+  EXPECT_EQ(io::read_int64(f, "/curves/step"), (std::vector<int64_t>{0, 10, 20, 30}));
   EXPECT_EQ(io::read_double(f, "/curves/test_loss"), r.curve_test_loss);
   EXPECT_EQ(io::read_double(f, "/weights/0/theta"), r.theta);
   EXPECT_EQ(io::read_double(f, "/weights/0/P", &dims), r.P);

@@ -22,8 +22,9 @@ struct Result {
   double test_loss = 0;                     // final, on the fixed evaluation set
   double train_loss = 0;                    // mean over the last eval_every training steps
   std::vector<double> layer_test_loss;      // per-layer readouts yhat_l, l = 1..L, on the evaluation set
-  std::vector<int64_t> curve_step;          // steps at which the curves were recorded (1-based)
-  std::vector<double> curve_train_loss;     // mean training loss since the previous record
+  std::vector<int64_t> curve_step;          // steps at which the curves were recorded: 0 (initialisation),
+                                            // then every eval_every steps and the last step
+  std::vector<double> curve_train_loss;     // mean training loss since the previous record (NaN at step 0)
   std::vector<double> curve_test_loss;      // evaluation loss
   std::vector<double> theta;                // learned parameters (flat, params.hpp layout)
   std::vector<double> P, Q;                 // expanded weights, layers x heads x (d+1) x (d+1)

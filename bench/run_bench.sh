@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Training throughput beside PyTorch and the machine's FP32 peak, measured in one run, single thread.
+# Needs python3-torch and, for a fair peer, OpenBLAS (Debian's default reference BLAS slows torch's
+# batched products several times): both are installed here if missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+need=()
+for p in python3-torch libopenblas0-pthread; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
+done
+if [ ${#need[@]} -gt 0 ]; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+fi
+bash tools/build.sh >/dev/null
+g++ -O2 -march=native -std=c++17 bench/peak_fp32.cpp -o build/peak_fp32
+export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
+
+peak=$(./build/peak_fp32 | awk '/^peak_fp32_gflops/ {print $2}')
+declare -A icl torch gf rss
+for c in 1 2; do
+  line=$(taskset -c 0 ./build/bench/bench_train $c)
+  echo "$line" >&2
+  icl[$c]=$(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
+  gf[$c]=$(sed -n 's/.*gflops=\([0-9.]*\).*/\1/p' <<<"$line")
+  rss[$c]=$(sed -n 's/.*max_rss_mib=\([0-9.]*\).*/\1/p' <<<"$line")
+done
+tline1=$(taskset -c 0 /usr/bin/python3 bench/torch_peer.py --d 5 --n 20 --layers 3 --batch 1000 --seconds 15 2>/dev/null)
+tline2=$(taskset -c 0 /usr/bin/python3 bench/torch_peer.py --d 10 --n 20 --layers 7 --batch 2048 --lr 1e-4 --seconds 20 2>/dev/null)
+echo "$tline1" >&2; echo "$tline2" >&2
+torch[1]=$(awk '{print $2}' <<<"$tline1")
+torch[2]=$(awk '{print $2}' <<<"$tline2")
+blas=$(sed -n 's/.*blas=\([^ ]*\).*/\1/p' <<<"$tline1")
+
+echo
+echo "single thread, float32; FP32 peak of one core: ${peak} GFLOP/s; PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null) with BLAS ${blas}"
+printf '| %-28s | %12s | %14s | %9s | %12s | %9s | %12s |\n' config "icl steps/s" "torch steps/s" "icl/torch" "icl GFLOP/s" "% of peak" "peak RSS MiB"
+printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------------ -------------- ---------------- ----------- -------------- ----------- --------------
+names=([1]="d=5 n=20 L=3 B=1000" [2]="d=10 n=20 L=7 B=2048")
+for c in 1 2; do
+  printf '| %-28s | %12.1f | %14.2f | %8.1fx | %12.1f | %8.1f%% | %12.1f |\n' "${names[$c]}" "${icl[$c]}" "${torch[$c]}" \
+    "$(awk -v a="${icl[$c]}" -v b="${torch[$c]}" 'BEGIN {print a / b}')" "${gf[$c]}" "$(awk -v a="${gf[$c]}" -v b="$peak" 'BEGIN {print 100 * a / b}')" "${rss[$c]}"
+done
