@@ -112,7 +112,7 @@ INSTANTIATE_TEST_SUITE_P(
         RefCase{"linear_d1_norm1", {{"d", "1"}, {"n", "4"}, {"layers", "2"}, {"norm", "1"}}},
         RefCase{"linear_dynamicD_d14", {{"d", "14"}, {"n", "9"}, {"layers", "2"}, {"heads", "2"}}},
         RefCase{"softmax_d3_L2_H2", {{"d", "3"}, {"n", "7"}, {"layers", "2"}, {"heads", "2"}, {"attention", "softmax"}}}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& tc) { return std::string(tc.param.name); });
 
 // ---- gradients against central finite differences ------------------------------------------------
 
@@ -159,7 +159,7 @@ INSTANTIATE_TEST_SUITE_P(
         GradCase{"softmax", {{"d", "2"}, {"n", "5"}, {"layers", "2"}, {"attention", "softmax"}}},
         GradCase{"noisy_rotated", {{"d", "3"}, {"n", "6"}, {"layers", "2"}, {"cov", "rotated:1,0.5,2"},
                                    {"noise", "set:0.5,1"}}}),
-    [](const auto& info) { return std::string(info.param.name); });
+    [](const auto& tc) { return std::string(tc.param.name); });
 
 }  // namespace
 }  // namespace icl

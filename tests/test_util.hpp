@@ -2,7 +2,7 @@
 // Shared helpers of the numerical tests: small points, seeded batches, worst-entry comparisons.
 #include <gtest/gtest.h>
 
-#include <Eigen/Dense>
+#include "icl/core/eigen.hpp"
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -2,7 +2,7 @@
 // In-context linear regression tasks (science.md section 1), drawn in the batched lane layout.
 // Task t of a draw uses only rng_key(seed, stream, block, t): a batch's content does not depend on how
 // it is split into chunks, on the rank, or on the order of draws.
-#include <Eigen/Dense>
+#include "icl/core/eigen.hpp"
 #include <cstdint>
 #include <vector>
 

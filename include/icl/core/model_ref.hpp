@@ -2,7 +2,7 @@
 // Frozen naive reference of the model (model.hpp): one task at a time, double, plain Eigen matrix
 // expressions in the paper's form, no caching tricks.  Never optimise it: tests compare the batched
 // kernels against it.
-#include <Eigen/Dense>
+#include "icl/core/eigen.hpp"
 #include <vector>
 
 #include "icl/core/model.hpp"
