@@ -1,0 +1,84 @@
+// The parameterisations build exactly the P, Q of science.md section 2, tying repeats one block, and the
+// initialisations follow their laws.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "icl/core/params.hpp"
+#include "test_util.hpp"
+
+namespace icl {
+namespace {
+
+using test::make_point;
+using Mat = Eigen::Matrix<double, -1, -1, Eigen::RowMajor>;
+
+// P and Q of (layer, head) after expanding theta = 1, 2, 3, ...
+std::pair<Mat, Mat> expanded(const Point& p, int layer, int head) {
+  const ParamLayout layout(p);
+  std::vector<double> theta(layout.size());
+  for (int i = 0; i < layout.size(); ++i) theta[i] = i + 1;
+  std::vector<double> P(layout.PQ_size()), Q(layout.PQ_size());
+  layout.expand(theta.data(), P.data(), Q.data());
+  const int D = p.d + 1, off = (layer * p.heads + head) * D * D;
+  return {Eigen::Map<Mat>(P.data() + off, D, D), Eigen::Map<Mat>(Q.data() + off, D, D)};
+}
+
+TEST(Params, SparseAAndSparseABStructure) {
+  const auto [P, Q] = expanded(make_point({{"d", "3"}, {"param", "sparse_a"}, {"layers", "2"}}), 1, 0);
+  Mat P_expected = Mat::Zero(4, 4);
+  P_expected(3, 3) = 1;
+  EXPECT_EQ(P, P_expected);
+  EXPECT_EQ(Q.row(3).norm() + Q.col(3).norm(), 0.0);
+  EXPECT_EQ(Q(0, 0), 10.0);   // layer 1's A starts after layer 0's 9 entries
+  EXPECT_EQ(Q(2, 2), 18.0);
+  const auto [Pb, Qb] = expanded(make_point({{"d", "3"}, {"param", "sparse_ab"}}), 0, 0);
+  EXPECT_EQ(Qb(0, 1), 2.0);                 // A first ...
+  EXPECT_EQ(Pb(0, 1), 11.0);                // ... then B
+  EXPECT_EQ(Pb(3, 3), 1.0);
+  EXPECT_EQ(Pb.row(3).head(3).norm() + Pb.col(3).head(3).norm(), 0.0);
+}
+
+TEST(Params, DiagAndGdppStructure) {
+  const auto [P, Q] = expanded(make_point({{"d", "3"}, {"param", "diag"}, {"heads", "2"}}), 0, 1);
+  // head 1 holds theta 5..8: p_x = 5, p_y = 6, q_x = 7, q_y = 8
+  EXPECT_EQ(Mat(P), Mat(Eigen::Vector4d(5, 5, 5, 6).asDiagonal()));
+  EXPECT_EQ(Mat(Q), Mat(Eigen::Vector4d(7, 7, 7, 8).asDiagonal()));
+  const auto [Pg, Qg] = expanded(make_point({{"d", "3"}, {"param", "gdpp"}}), 0, 0);
+  EXPECT_EQ(Mat(Pg), Mat(Eigen::Vector4d(1, 1, 1, 2).asDiagonal()));
+  EXPECT_EQ(Mat(Qg), Mat(Eigen::Vector4d(3, 3, 3, 0).asDiagonal()));   // q_y = 0: only w_xx, w_yx act
+}
+
+TEST(Params, TiedLayersShareOneBlockAndSumGradients) {
+  const Point p = make_point({{"d", "2"}, {"layers", "3"}, {"tie", "true"}});
+  const ParamLayout layout(p);
+  EXPECT_EQ(layout.size(), 2 * 9);
+  EXPECT_EQ(expanded(p, 0, 0).first, expanded(p, 2, 0).first);
+  std::vector<double> dP(layout.PQ_size(), 1.0), dQ(layout.PQ_size(), 0.0), g(layout.size());
+  layout.collapse(dP.data(), dQ.data(), g.data());
+  EXPECT_EQ(g[0], 3.0);   // three layers
+  EXPECT_EQ(g[9], 0.0);
+}
+
+TEST(Params, InitialisationLaws) {
+  const Point normal = make_point({{"d", "10"}, {"layers", "4"}, {"heads", "4"}, {"init_scale", "0.05"}});
+  const std::vector<double> a = param_init(normal, ParamLayout(normal));
+  double m2 = 0;
+  for (double x : a) m2 += x * x / a.size();
+  EXPECT_NEAR(std::sqrt(m2), 0.05, 0.002);
+  // [VO23] truncated normal: std sqrt(scale / fan_in) / 0.8796 before truncation at 2 std, scale = s / L.
+  const Point vs = make_point({{"d", "10"}, {"layers", "4"}, {"heads", "4"}, {"init", "vs_truncated"},
+                               {"init_scale", "0.002"}});
+  const std::vector<double> b = param_init(vs, ParamLayout(vs));
+  const double sd = std::sqrt(0.002 / 4 / 11) / 0.87962566103423978;
+  double v2 = 0, worst = 0;
+  for (double x : b) {
+    v2 += x * x / b.size();
+    worst = std::max(worst, std::fabs(x));
+  }
+  EXPECT_LE(worst, 2 * sd);
+  EXPECT_NEAR(std::sqrt(v2), sd * 0.87962566103423978, 0.03 * sd);   // the truncated law's std
+}
+
+}  // namespace
+}  // namespace icl
