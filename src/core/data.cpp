@@ -190,6 +190,8 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
       sig[0][v] = static_cast<T>(sigma);
       if (v < live) batch.sigma[c * V + v] = sigma;
     }
+    if (law.x_scale != 1.0)
+      for (int x = 0; x < d * N; ++x) Z[x] *= static_cast<T>(law.x_scale);
     const L* eps = G + d + N * d;
     for (int j = 0; j < N; ++j) {
       L label{};

@@ -473,6 +473,11 @@ template <class T>
 const Lane<T>* LaneModel<T>::input_grad() const { return impl_->G.data(); }
 
 template <class T>
+const Lane<T>* LaneModel<T>::output() const {
+  return impl_->Zs.data() + static_cast<size_t>(impl_->Ls) * impl_->DN;
+}
+
+template <class T>
 void LaneModel<T>::zero_grad() {
   for (auto& x : impl_->dP) x = L{};
   for (auto& x : impl_->dQ) x = L{};

@@ -266,6 +266,31 @@ std::vector<OptionDef> make_table() {
                [](const Point& p) { return std::to_string(p.seed); }});
   t.push_back(enum_option<Precision>("precision", "floating point type of training", &Point::precision,
       {{"float32", Precision::f32}, {"float64", Precision::f64}}));
+  t.push_back(enum_option<bool>("analysis", "analyse the trained model against baselines and theory",
+      &Point::analysis, {{"true", true}, {"false", false}}));
+  t.push_back(real_option("ridge_lambda", "lambda of the fixed-lambda ridge baseline", &Point::ridge_lambda, 0.0, true));
+  t.push_back({"landscape",
+               "[A24] optimisation landscape (gradient noise, Hessian diagonal, directional smoothness) at these "
+               "steps: off | s1,s2,... (0 = initialisation)",
+               Column::text,
+               [](Point& p, const std::string& v) -> std::string {
+                 const std::string s = trim(v);
+                 p.landscape.clear();
+                 if (s == "off") return "";
+                 std::vector<double> l;
+                 if (!parse_list(s, &l)) return "must be off or a comma-separated list of steps";
+                 for (double x : l) {
+                   if (x < 0 || x != std::floor(x)) return "steps must be integers >= 0 (got " + fmt(x) + ")";
+                   p.landscape.push_back(static_cast<int64_t>(x));
+                 }
+                 return "";
+               },
+               [](const Point& p) -> std::string {
+                 if (p.landscape.empty()) return "off";
+                 std::string s;
+                 for (size_t i = 0; i < p.landscape.size(); ++i) s += (i ? "," : "") + std::to_string(p.landscape[i]);
+                 return s;
+               }});
   return t;
 }
 
@@ -301,6 +326,8 @@ std::vector<std::string> point_validate(const Point& p) {
     bad("cov", "a covariance applies only to x_dist = gaussian");
   if (p.noise == NoiseKind::uniform && p.noise_sigma[0] <= 0.0)
     bad("noise", "uniform:s_max needs s_max > 0");
+  for (int64_t s : p.landscape)
+    if (s > p.steps) bad("landscape", "steps must be <= steps = " + std::to_string(p.steps));
   if (p.warmup >= p.steps)
     bad("warmup", "must be smaller than steps = " + std::to_string(p.steps));
   if (p.schedule == Schedule::step && p.decay_every == 0)

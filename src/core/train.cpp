@@ -12,6 +12,7 @@
 #include <exception>
 #include <limits>
 
+#include "icl/core/analysis.hpp"
 #include "icl/core/data.hpp"
 #include "icl/core/objective.hpp"
 #include "icl/core/optim.hpp"
@@ -99,6 +100,7 @@ Result train_typed(const Point& p) {
   if (r.status == Status::ok) {
     r.layer_test_loss = layer_loss;
     r.test_loss = layer_loss[p.layers - 1];
+    if (p.analysis) analyse_point(p, law, theta, eval_set, r);
   } else {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     r.layer_test_loss.assign(p.layers, nan);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <limits>
+#include <set>
 
 #include "icl/build_info.hpp"
 #include "icl/core/options.hpp"
@@ -96,6 +97,25 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
   metric("steps_per_second", [](const Result& r) { return r.seconds_train > 0 ? r.steps_done / r.seconds_train : kNaN; },
          "training steps per second");
   metric("flops_per_step", [](const Result& r) { return r.flops_per_step; }, "model FLOPs of one training step");
+
+  // Analysis scalars and series, by name, over the union of the points' names (NaN where absent).
+  std::set<std::string> scalar_names, series_names;
+  for (const Result& r : results) {
+    for (const auto& kv : r.metrics) scalar_names.insert(kv.first);
+    for (const auto& kv : r.series) series_names.insert(kv.first);
+  }
+  for (const std::string& name : scalar_names) {
+    std::vector<double> v;
+    for (const Result& r : results) v.push_back(r.metrics.count(name) ? r.metrics.at(name) : kNaN);
+    write(f, "/metrics/" + name, v);
+  }
+  for (const std::string& name : series_names) {
+    static const std::vector<double> none;
+    size_t width = 0;
+    for (const Result& r : results) width = std::max(width, r.series.count(name) ? r.series.at(name).size() : 0);
+    write(f, "/analysis/" + name, padded<double>(P, width, kNaN, [&](size_t i) -> const std::vector<double>& {
+            return results[i].series.count(name) ? results[i].series.at(name) : none; }), {P, width});
+  }
 
   size_t max_layers = 0, max_curve = 0;
   for (const Result& r : results) {

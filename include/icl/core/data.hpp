@@ -22,6 +22,7 @@ struct TaskLaw {
   Eigen::MatrixXd w_half;       // d x d, w = w_half g; empty when w ~ N(0, I)
   NoiseKind noise = NoiseKind::none;
   std::vector<double> noise_sigma;
+  double x_scale = 1.0;         // out-of-distribution inputs: every x multiplied by this (labels follow)
 };
 
 // Builds the law of point p; a rotated covariance draws U from rng_key(p.seed, Stream::rotation).

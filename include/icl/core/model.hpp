@@ -38,6 +38,7 @@ class LaneModel {
   // gradient accumulators and leaves dLoss/dZ0 in input_grad() (D x N lanes).
   void model_backward(const L& dyhat);
   const L* input_grad() const;
+  const L* output() const;   // Z_L of the last forward (D x N lanes)
   void zero_grad();
   // dP, dQ (layers x heads x D x D): the accumulated gradients summed over lanes, in a fixed order.
   void grad(double* dP, double* dQ) const;

@@ -59,6 +59,10 @@ struct Point {
   int eval_every = 100;
   uint64_t seed = 0;
   Precision precision = Precision::f32;
+  // analysis (science.md sections 4-5)
+  bool analysis = true;               // baselines, alignment, preconditioners, OOD curves on the eval set
+  double ridge_lambda = 1.0;          // the fixed-lambda ridge baseline
+  std::vector<int64_t> landscape;     // [A24] landscape measurements at these steps (empty = off)
 };
 
 // Tokens are (d+1)-vectors; a task's token matrix Z is (d+1) x (n+1).

@@ -4,6 +4,7 @@
 // aside) on any machine running the same build.  A run that diverges or throws is returned as data
 // (status + message), never as an exception.
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,9 @@ struct Result {
   std::vector<double> P, Q;                 // expanded weights, layers x heads x (d+1) x (d+1)
   double seconds_train = 0, seconds_eval = 0, seconds_total = 0;
   double flops_per_step = 0;                // model multiply-adds x 2 of one step (forward + backward)
+  // Analyses (analysis.hpp), by name: scalars go to /metrics/<name>, series to /analysis/<name>.
+  std::map<std::string, double> metrics;
+  std::map<std::string, std::vector<double>> series;
 };
 
 Result train_point(const Point& p);

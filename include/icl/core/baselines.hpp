@@ -1,0 +1,41 @@
+#pragma once
+// Closed-form predictors on one task's context (science.md section 4), from one eigendecomposition.
+// With X the d x n context inputs (in some basis, see below), X X^T = U diag(s) U^T, b = U^T X y and
+// z = U^T x_q:
+//   ridge(lambda)          yhat = sum_i z_i b_i / (s_i + lambda)          (lambda -> 0: minimum-norm OLS)
+//   K steps of GD, rate eta, on 1/2 sum_j (<w, x_j> - y_j)^2 from w = 0:
+//                          yhat = sum_i z_i b_i (1 - (1 - eta s_i)^K) / s_i
+//   Bayes mixture over sigma (prior weights pi_k on levels sigma_k), w ~ N(0, I):
+//     log p(y | X, sigma) = -1/2 [(n - d) log sigma^2 + sum_i log(sigma^2 + s_i) + (|y|^2 - sum_i b_i^2/(s_i + sigma^2)) / sigma^2]
+//     yhat = sum_k p(sigma_k | context) ridge(sigma_k^2)
+// The basis: for the ridge family and the Bayes predictor, inputs are whitened by the task prior
+// (x -> Omega^{1/2} x for w ~ N(0, Omega)), which makes ridge(sigma^2) the posterior mean; for
+// preconditioned GD ([A23], preconditioner Sigma^-1), by the input covariance (x -> Sigma^{-1/2} x).
+#include <functional>
+#include <vector>
+
+#include "icl/core/eigen.hpp"
+
+namespace icl {
+
+struct TaskSpectrum {
+  Eigen::VectorXd s, b, z;   // d each
+  double yy = 0;             // |y|^2 over the context
+  int n = 0;
+};
+
+// X: d x n context inputs, y: n labels, xq: the query, all already in the chosen basis.
+TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);
+
+double predict_ridge(const TaskSpectrum& t, double lambda);
+double predict_ols(const TaskSpectrum& t);   // minimum norm (pseudo-inverse) when n < d
+double predict_gd(const TaskSpectrum& t, double eta, int K);
+// AdaRR's noise estimate RSS_OLS / (n - d) (science.md section 4); requires n > d.
+double noise_estimate(const TaskSpectrum& t);
+// Posterior-weighted ridge over the support `sigma` with prior weights `weight` (same length).
+double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, const std::vector<double>& weight);
+
+// Minimises f over [lo, hi] by golden-section search on log(x) after a coarse grid of `grid` points.
+double minimise_log(const std::function<double(double)>& f, double lo, double hi, int grid = 24);
+
+}  // namespace icl

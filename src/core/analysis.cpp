@@ -1,0 +1,484 @@
+// The analyses of analysis.hpp.  Sizes: the point's evaluation set for the headline numbers, a tuning
+// set of kTuneTasks, kNoiseTasks per noise level, kOodTasks per out-of-distribution setting.
+#include "icl/core/analysis.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+
+#include "icl/core/baselines.hpp"
+#include "icl/core/model.hpp"
+#include "icl/core/params.hpp"
+
+namespace icl {
+namespace {
+
+constexpr int kTuneTasks = 2000, kNoiseTasks = 1000, kOodTasks = 1000;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double mse(const std::vector<double>& yhat, const std::vector<double>& y) {
+  double s = 0.0;
+  for (size_t t = 0; t < y.size(); ++t) s += (yhat[t] - y[t]) * (yhat[t] - y[t]);
+  s /= static_cast<double>(y.size());
+  return std::isfinite(s) ? s : kInf;
+}
+
+// One set of tasks in double: labels, noise levels, and each task's spectrum in three bases.
+struct TaskSet {
+  std::vector<double> y, sigma;
+  std::vector<TaskSpectrum> raw, prior, input;   // plain GD; ridge/Bayes (prior-whitened); preconditioned GD
+};
+
+// x -> Wp x makes w ~ N(0, I); x -> Wi x makes x ~ N(0, I) (empty: the identity).
+struct Bases {
+  Eigen::MatrixXd Wp, Wi;
+};
+
+Bases make_bases(const TaskLaw& law) {
+  Bases b;
+  if (law.w_half.size()) b.Wp = law.w_half.transpose();
+  if (law.Sigma_half.size()) b.Wi = law.Sigma_half.inverse();
+  else if (std::fabs(law.Sigma(0, 0) - 1.0) > 1e-12) b.Wi = Eigen::MatrixXd::Identity(law.d, law.d) / std::sqrt(law.Sigma(0, 0));
+  return b;
+}
+
+template <class T>
+TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases) {
+  TaskSet s;
+  const int n = batch.n;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  for (int t = 0; t < batch.B; ++t) {
+    batch_task(batch, t, &X, &y);
+    const Eigen::MatrixXd Xc = X.leftCols(n);
+    const Eigen::VectorXd yc = y.head(n), xq = X.col(n);
+    s.y.push_back(y(n));
+    s.sigma.push_back(batch.sigma[t]);
+    s.raw.push_back(task_spectrum(Xc, yc, xq));
+    s.prior.push_back(bases.Wp.size() ? task_spectrum(bases.Wp * Xc, yc, bases.Wp * xq) : s.raw.back());
+    s.input.push_back(bases.Wi.size() ? task_spectrum(bases.Wi * Xc, yc, bases.Wi * xq) : s.raw.back());
+  }
+  return s;
+}
+
+template <class F>
+std::vector<double> predict_all(const std::vector<TaskSpectrum>& spectra, F f) {
+  std::vector<double> out(spectra.size());
+  for (size_t t = 0; t < spectra.size(); ++t) out[t] = f(spectra[t], t);
+  return out;
+}
+
+// The Bayes predictor's prior over sigma for the point's noise law (levels floored at 1e-6).
+void noise_prior(const TaskLaw& law, std::vector<double>* sigma, std::vector<double>* weight) {
+  sigma->clear();
+  if (law.noise == NoiseKind::fixed || law.noise == NoiseKind::set) *sigma = law.noise_sigma;
+  if (law.noise == NoiseKind::uniform)
+    for (int k = 0; k < 64; ++k) sigma->push_back(law.noise_sigma[0] * (k + 0.5) / 64);
+  for (double& s : *sigma) s = std::max(s, 1e-6);
+  weight->assign(sigma->size(), 1.0 / std::max<size_t>(sigma->size(), 1));
+}
+
+// The tuned baselines: what is learned from the tuning set and then applied anywhere.
+struct Tuned {
+  double const_rr_lambda = kNaN, tuned_rr_c = kNaN, tuned_rr_t = kNaN;
+  std::vector<double> gd_eta, pgd_eta;   // per K = 1..L
+  std::vector<double> bayes_sigma, bayes_weight;
+  bool noiseless = true;
+};
+
+struct Losses {   // on one TaskSet
+  std::map<std::string, double> loss;
+};
+
+Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tu, bool all) {
+  Losses L;
+  const int K = p.layers;
+  auto put = [&](const char* name, auto f) { L.loss[name] = mse(predict_all(s.prior, f), s.y); };
+  put("oracle_ridge", [&](const TaskSpectrum& t, size_t i) {
+    return s.sigma[i] > 0 ? predict_ridge(t, s.sigma[i] * s.sigma[i]) : predict_ols(t);
+  });
+  put("const_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, tu.const_rr_lambda); });
+  if (p.n > p.d) {
+    put("ada_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, noise_estimate(t)); });
+    put("tuned_rr", [&](const TaskSpectrum& t, size_t) {
+      return predict_ridge(t, std::min(tu.tuned_rr_c * noise_estimate(t), tu.tuned_rr_t));
+    });
+  }
+  put("bayes", [&](const TaskSpectrum& t, size_t) {
+    return tu.noiseless ? predict_ols(t) : predict_bayes(t, tu.bayes_sigma, tu.bayes_weight);
+  });
+  L.loss["gd"] = mse(predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.gd_eta[K - 1], K); }), s.y);
+  if (all) {
+    put("zero", [](const TaskSpectrum&, size_t) { return 0.0; });
+    put("ols", [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
+    put("ridge", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
+    L.loss["pgd"] = mse(predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.pgd_eta[K - 1], K); }), s.y);
+  }
+  return L;
+}
+
+Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool whitened_inputs) {
+  Tuned tu;
+  tu.noiseless = law.noise == NoiseKind::none;
+  noise_prior(law, &tu.bayes_sigma, &tu.bayes_weight);
+  auto loss_of = [&](const std::vector<TaskSpectrum>& sp, auto f) { return mse(predict_all(sp, f), s.y); };
+  tu.const_rr_lambda = minimise_log(
+      [&](double lam) { return loss_of(s.prior, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, lam); }); },
+      1e-6, 1e4);
+  if (p.n > p.d) {
+    std::vector<double> est(s.prior.size());
+    for (size_t i = 0; i < est.size(); ++i) est[i] = noise_estimate(s.prior[i]);
+    auto f = [&](double c, double thr) {
+      return loss_of(s.prior, [&](const TaskSpectrum& t, size_t i) { return predict_ridge(t, std::min(c * est[i], thr)); });
+    };
+    tu.tuned_rr_c = 1.0;
+    tu.tuned_rr_t = 1e4;
+    for (int round = 0; round < 3; ++round) {   // coordinate descent on (c, t)
+      tu.tuned_rr_c = minimise_log([&](double c) { return f(c, tu.tuned_rr_t); }, 1e-2, 1e2, 16);
+      tu.tuned_rr_t = minimise_log([&](double thr) { return f(tu.tuned_rr_c, thr); }, 1e-4, 1e4, 16);
+    }
+  }
+  for (int K = 1; K <= p.layers; ++K) {
+    tu.gd_eta.push_back(minimise_log(
+        [&](double eta) { return loss_of(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
+        1e-6, 10.0));
+    tu.pgd_eta.push_back(!whitened_inputs ? tu.gd_eta.back() : minimise_log(
+        [&](double eta) { return loss_of(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
+        1e-6, 10.0));
+  }
+  return tu;
+}
+
+// ---- the transformer and the GD / GD++ constructions, through the lane model -----------------------
+
+template <class T>
+struct Weights {
+  ModelShape shape;
+  std::vector<T> P, Q;
+};
+
+ModelShape ref_shape(int d, int n, int layers) {
+  ModelShape s;
+  s.d = d;
+  s.n = n;
+  s.layers = layers;
+  s.heads = 1;
+  s.c = 1.0;
+  return s;
+}
+
+// GD++ per step: P = diag(-gamma I, -eta), Q = diag(I, 0); gamma = 0 is plain GD with rate eta.
+template <class T>
+Weights<T> gdpp_weights(int d, int n, const std::vector<double>& eta, const std::vector<double>& gamma) {
+  const int D = d + 1, K = static_cast<int>(eta.size());
+  Weights<T> w{ref_shape(d, n, K), std::vector<T>(K * D * D, T(0)), std::vector<T>(K * D * D, T(0))};
+  for (int l = 0; l < K; ++l) {
+    for (int i = 0; i < d; ++i) {
+      w.P[l * D * D + i * D + i] = static_cast<T>(-gamma[l]);
+      w.Q[l * D * D + i * D + i] = T(1);
+    }
+    w.P[l * D * D + D * D - 1] = static_cast<T>(-eta[l]);
+  }
+  return w;
+}
+
+template <class T>
+struct Run {
+  int layers = 0, d = 0;
+  std::vector<double> yhat;   // B x layers (readouts)
+  std::vector<double> sens;   // B x d: d yhat_L / d x_query
+  std::vector<double> final() const {
+    std::vector<double> f(yhat.size() / layers);
+    for (size_t t = 0; t < f.size(); ++t) f[t] = yhat[t * layers + layers - 1];
+    return f;
+  }
+};
+
+template <class T>
+Run<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens) {
+  const int L = w.shape.layers, V = kLanes<T>, N = set.n + 1;
+  LaneModel<T> model(w.shape);
+  model.set_weights(w.P.data(), w.Q.data());
+  LaneVec<T> yhat(L);
+  Run<T> r;
+  r.layers = L;
+  r.d = set.d;
+  r.yhat.resize(static_cast<size_t>(set.B) * L);
+  if (sens) r.sens.resize(static_cast<size_t>(set.B) * set.d);
+  for (int c = 0; c < set.chunks; ++c) {
+    model.model_forward(set.chunk_Z(c), yhat.data());
+    const int live = std::min(V, set.B - c * V);
+    for (int v = 0; v < live; ++v)
+      for (int l = 0; l < L; ++l) r.yhat[static_cast<size_t>(c * V + v) * L + l] = yhat[l][v];
+    if (sens) {
+      Lane<T> one;
+      for (int v = 0; v < V; ++v) one[v] = T(1);
+      model.model_backward(one);
+      for (int v = 0; v < live; ++v)
+        for (int i = 0; i < set.d; ++i) r.sens[static_cast<size_t>(c * V + v) * set.d + i] = model.input_grad()[i * N + set.n][v];
+    }
+  }
+  return r;
+}
+
+template <class T>
+std::vector<double> labels(const TaskBatch<T>& set) {
+  std::vector<double> y(set.B);
+  for (int t = 0; t < set.B; ++t) y[t] = set.y[t / kLanes<T>][t % kLanes<T>];
+  return y;
+}
+
+// Greedy per-step tuning of GD++ on the tuning set: step k's (eta, gamma) minimise the loss after k steps.
+template <class T>
+void tune_gdpp(const TaskBatch<T>& tune, int steps, std::vector<double>* eta, std::vector<double>* gamma) {
+  TaskBatch<T> state = tune;
+  const std::vector<double> y = labels(tune);
+  const int d = tune.d, n = tune.n;
+  auto loss_after = [&](double e, double g) {
+    const Weights<T> w = gdpp_weights<T>(d, n, {e}, {g});
+    return mse(run_model(w, state, false).final(), y);
+  };
+  eta->clear();
+  gamma->clear();
+  for (int k = 0; k < steps; ++k) {
+    double e = minimise_log([&](double x) { return loss_after(x, 0.0); }, 1e-6, 10.0, 16);
+    double g = minimise_log([&](double x) { return loss_after(e, x); }, 1e-7, 1.0, 16);
+    if (loss_after(e, g) >= loss_after(e, 0.0)) g = 0.0;
+    else e = minimise_log([&](double x) { return loss_after(x, g); }, 1e-6, 10.0, 16);
+    eta->push_back(e);
+    gamma->push_back(g);
+    // advance the state by the chosen step
+    const Weights<T> w = gdpp_weights<T>(d, n, {e}, {g});
+    LaneModel<T> model(w.shape);
+    model.set_weights(w.P.data(), w.Q.data());
+    LaneVec<T> yh(1);
+    const int DN = (d + 1) * (n + 1);
+    for (int c = 0; c < state.chunks; ++c) {
+      model.model_forward(state.chunk_Z(c), yh.data());
+      std::copy(model.output(), model.output() + DN, state.Z.begin() + static_cast<std::ptrdiff_t>(c) * DN);
+    }
+  }
+}
+
+struct Alignment {
+  double abs = 0, cos = 0, l2 = 0;
+};
+
+template <class T>
+Alignment align(const Run<T>& a, const Run<T>& b) {
+  Alignment al;
+  const std::vector<double> ya = a.final(), yb = b.final();
+  const size_t B = ya.size();
+  const int d = a.d;
+  for (size_t t = 0; t < B; ++t) {
+    al.abs += std::fabs(ya[t] - yb[t]) / B;
+    double dot = 0, na = 0, nb = 0, diff = 0;
+    for (int i = 0; i < d; ++i) {
+      const double sa = a.sens[t * d + i], sb = b.sens[t * d + i];
+      dot += sa * sb;
+      na += sa * sa;
+      nb += sb * sb;
+      diff += (sa - sb) * (sa - sb);
+    }
+    al.cos += (na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0) / B;
+    al.l2 += std::sqrt(diff) / B;
+  }
+  return al;
+}
+
+template <class T>
+TaskBatch<T> draw(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, int B) {
+  TaskBatch<T> b;
+  b.resize(B, law.d, law.n);
+  sample_tasks(law, seed, stream, block, b);
+  return b;
+}
+
+Eigen::MatrixXd sym_sqrt(const Eigen::MatrixXd& S) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(S);
+  return es.eigenvectors() * es.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() * es.eigenvectors().transpose();
+}
+
+}  // namespace
+
+double dist_to_identity(const Eigen::MatrixXd& M) {
+  const double norm = M.norm();
+  if (norm == 0.0) return kNaN;
+  return (M - M.trace() / M.rows() * Eigen::MatrixXd::Identity(M.rows(), M.cols())).norm() / norm;
+}
+
+Eigen::MatrixXd layer_product(const Point& p, const std::vector<double>& P, const std::vector<double>& Q, int l) {
+  const int D = p.d + 1;
+  Eigen::MatrixXd M = Eigen::MatrixXd::Zero(p.d, p.d);
+  for (int h = 0; h < p.heads; ++h) {
+    const size_t off = (static_cast<size_t>(l) * p.heads + h) * D * D;
+    for (int i = 0; i < p.d; ++i)
+      for (int k = 0; k < p.d; ++k) M(i, k) += P[off + D * D - 1] * Q[off + i * D + k];
+  }
+  return M;
+}
+
+std::vector<double> v24_scalars(const Point& p, const std::vector<double>& P, const std::vector<double>& Q, int l) {
+  const int D = p.d + 1;
+  std::vector<double> w(4, 0.0);
+  for (int h = 0; h < p.heads; ++h) {
+    const size_t off = (static_cast<size_t>(l) * p.heads + h) * D * D;
+    double px = 0, qx = 0;
+    for (int i = 0; i < p.d; ++i) {
+      px += P[off + i * D + i] / p.d;
+      qx += Q[off + i * D + i] / p.d;
+    }
+    const double py = P[off + D * D - 1], qy = Q[off + D * D - 1];
+    w[0] += px * qx;
+    w[1] += px * qy;
+    w[2] += py * qx;
+    w[3] += py * qy;
+  }
+  return w;
+}
+
+template <class T>
+void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>& theta, const TaskBatch<T>& eval_set,
+                   Result& r) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int L = p.layers, d = p.d;
+  auto& M = r.metrics;
+  auto& S = r.series;
+  const Bases bases = make_bases(law);
+
+  // Tuning.
+  const TaskBatch<T> tune = draw<T>(law, p.seed, Stream::tune, 0, kTuneTasks);
+  const Tuned tu = tune_baselines(p, law, task_set(tune, bases), bases.Wi.size() > 0);
+  std::vector<double> gdpp_eta, gdpp_gamma;
+  tune_gdpp(tune, L, &gdpp_eta, &gdpp_gamma);
+  M["const_rr_lambda"] = tu.const_rr_lambda;
+  M["tuned_rr_c"] = tu.tuned_rr_c;
+  M["tuned_rr_t"] = tu.tuned_rr_t;
+  S["gd_eta"] = tu.gd_eta;
+  S["pgd_eta"] = tu.pgd_eta;
+  S["gdpp_eta"] = gdpp_eta;
+  S["gdpp_gamma"] = gdpp_gamma;
+
+  // The trained model and its references on the evaluation set.
+  const ParamLayout layout(p);
+  Weights<T> tf{model_shape(p), std::vector<T>(layout.PQ_size()), std::vector<T>(layout.PQ_size())};
+  layout.expand(theta.data(), tf.P.data(), tf.Q.data());
+  const Weights<T> gd = gdpp_weights<T>(d, p.n, std::vector<double>(L, tu.gd_eta[L - 1]), std::vector<double>(L, 0.0));
+  const Weights<T> gdpp = gdpp_weights<T>(d, p.n, gdpp_eta, gdpp_gamma);
+  const Run<T> run_tf = run_model(tf, eval_set, true), run_gd = run_model(gd, eval_set, true),
+               run_gdpp = run_model(gdpp, eval_set, true);
+  const std::vector<double> y = labels(eval_set);
+
+  const TaskSet es = task_set(eval_set, bases);
+  const Losses base = baseline_losses(p, es, tu, true);
+  M["loss_tf"] = mse(run_tf.final(), y);
+  for (const auto& [name, v] : base.loss) M["loss_" + name] = v;
+  M["loss_gdpp"] = mse(run_gdpp.final(), y);
+  for (const char* name : {"tf", "const_rr", "ada_rr", "tuned_rr", "bayes", "gd", "gdpp", "zero", "ols"})
+    if (M.count(std::string("loss_") + name)) M[std::string("adjusted_") + name] = M["loss_" + std::string(name)] - M["loss_oracle_ridge"];
+
+  std::vector<double> layer_gd, layer_pgd, layer_gdpp;
+  for (int K = 1; K <= L; ++K) {
+    layer_gd.push_back(mse(predict_all(es.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.gd_eta[K - 1], K); }), y));
+    layer_pgd.push_back(mse(predict_all(es.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.pgd_eta[K - 1], K); }), y));
+    std::vector<double> yl(y.size());
+    for (size_t t = 0; t < y.size(); ++t) yl[t] = run_gdpp.yhat[t * L + K - 1];
+    layer_gdpp.push_back(mse(yl, y));
+  }
+  S["layer_loss_gd"] = layer_gd;
+  S["layer_loss_pgd"] = layer_pgd;
+  S["layer_loss_gdpp"] = layer_gdpp;
+
+  const Alignment a_gd = align(run_tf, run_gd), a_gdpp = align(run_tf, run_gdpp);
+  M["align_gd_abs"] = a_gd.abs;
+  M["align_gd_cos"] = a_gd.cos;
+  M["align_gd_l2"] = a_gd.l2;
+  M["align_gdpp_abs"] = a_gdpp.abs;
+  M["align_gdpp_cos"] = a_gdpp.cos;
+  M["align_gdpp_l2"] = a_gdpp.l2;
+
+  // Losses per noise level, inside and outside the training range.
+  std::vector<double> levels;
+  const double top = law.noise == NoiseKind::none ? 1.0
+                     : *std::max_element(law.noise_sigma.begin(), law.noise_sigma.end());
+  for (double f : {0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0}) levels.push_back(f * std::max(top, 1e-12));
+  S["noise_sigma"] = levels;
+  for (size_t k = 0; k < levels.size(); ++k) {
+    TaskLaw lk = law;
+    lk.noise = NoiseKind::fixed;
+    lk.noise_sigma = {levels[k]};
+    const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 100 + k, kNoiseTasks);
+    const std::vector<double> yk = labels(set);
+    const Losses lb = baseline_losses(p, task_set(set, bases), tu, false);
+    auto push = [&](const std::string& name, double v) {
+      auto& s = S["noise_loss_" + name];
+      s.resize(levels.size(), kNaN);
+      s[k] = v;
+    };
+    push("tf", mse(run_model(tf, set, false).final(), yk));
+    push("gdpp", mse(run_model(gdpp, set, false).final(), yk));
+    for (const auto& [name, v] : lb.loss) push(name, v);
+  }
+
+  // Out of distribution: input scale alpha, and context length M != n (c = 1/M under norm = 1/n).
+  const std::vector<double> alphas = {0.25, 0.5, 1.0, 2.0, 4.0};
+  S["ood_alpha"] = alphas;
+  for (size_t k = 0; k < alphas.size(); ++k) {
+    TaskLaw lk = law;
+    lk.x_scale = alphas[k];
+    const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 200 + k, kOodTasks);
+    const std::vector<double> yk = labels(set);
+    S["ood_alpha_loss_tf"].push_back(mse(run_model(tf, set, false).final(), yk));
+    S["ood_alpha_loss_gd"].push_back(mse(run_model(gd, set, false).final(), yk));
+    S["ood_alpha_loss_gdpp"].push_back(mse(run_model(gdpp, set, false).final(), yk));
+  }
+  const std::vector<double> lengths = {std::max(1.0, std::floor(p.n / 2.0)), double(p.n), 2.0 * p.n};
+  S["ood_context"] = lengths;
+  for (size_t k = 0; k < lengths.size(); ++k) {
+    TaskLaw lk = law;
+    lk.n = static_cast<int>(lengths[k]);
+    const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 300 + k, kOodTasks);
+    const std::vector<double> yk = labels(set);
+    Weights<T> tfk = tf, gdk = gd, gdppk = gdpp;
+    tfk.shape.n = gdk.shape.n = gdppk.shape.n = lk.n;
+    if (p.attention == Attention::linear && p.norm == Norm::inv_n) tfk.shape.c = 1.0 / lk.n;
+    S["ood_context_loss_tf"].push_back(mse(run_model(tfk, set, false).final(), yk));
+    S["ood_context_loss_gd"].push_back(mse(run_model(gdk, set, false).final(), yk));
+    S["ood_context_loss_gdpp"].push_back(mse(run_model(gdppk, set, false).final(), yk));
+  }
+
+  // Learned preconditioners ([A23]) and the [V24] scalars, per layer.
+  const Eigen::MatrixXd Sh = sym_sqrt(law.Sigma);
+  for (int l = 0; l < L; ++l) {
+    const Eigen::MatrixXd A = layer_product(p, r.P, r.Q, l), W = Sh * A * Sh;
+    for (int i = 0; i < d; ++i)
+      for (int k = 0; k < d; ++k) {
+        S["precond_product"].push_back(A(i, k));
+        S["precond_whitened"].push_back(W(i, k));
+      }
+    S["precond_dist"].push_back(dist_to_identity(A));
+    S["precond_dist_whitened"].push_back(dist_to_identity(W));
+    S["precond_a"].push_back(-W.trace() / d);
+    if (p.param == Param::sparse_ab) {
+      const int D = d + 1;
+      Eigen::MatrixXd B = Eigen::MatrixXd::Zero(d, d);
+      for (int h = 0; h < p.heads; ++h)
+        for (int i = 0; i < d; ++i)
+          for (int k = 0; k < d; ++k) B(i, k) += r.P[(static_cast<size_t>(l) * p.heads + h) * D * D + i * D + k];
+      S["precond_b_dist"].push_back(dist_to_identity(B));
+      S["precond_b"].push_back(B.trace() / d);
+    }
+    const std::vector<double> w = v24_scalars(p, r.P, r.Q, l);
+    S["v24_w_xx"].push_back(w[0]);
+    S["v24_w_xy"].push_back(w[1]);
+    S["v24_w_yx"].push_back(w[2]);
+    S["v24_w_yy"].push_back(w[3]);
+  }
+  M["analysis_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+template void analyse_point<float>(const Point&, const TaskLaw&, const std::vector<double>&, const TaskBatch<float>&, Result&);
+template void analyse_point<double>(const Point&, const TaskLaw&, const std::vector<double>&, const TaskBatch<double>&, Result&);
+
+}  // namespace icl
