@@ -1,0 +1,207 @@
+// Baselines and analyses against closed forms, paper values and planted answers (science.md sections 4-6).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "icl/core/analysis.hpp"
+#include "icl/core/baselines.hpp"
+#include "icl/core/params.hpp"
+#include "test_util.hpp"
+
+namespace icl {
+namespace {
+
+using test::make_point;
+
+struct Sample {
+  std::vector<TaskSpectrum> sp;
+  std::vector<double> y, sigma;
+};
+
+Sample sample(const Point& p, Stream stream, int B) {
+  const TaskLaw law = make_task_law(p);
+  TaskBatch<double> b;
+  b.resize(B, p.d, p.n);
+  sample_tasks(law, p.seed, stream, 0, b);
+  Sample s;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  for (int t = 0; t < B; ++t) {
+    batch_task(b, t, &X, &y);
+    s.sp.push_back(task_spectrum(X.leftCols(p.n), y.head(p.n), X.col(p.n)));
+    s.y.push_back(y(p.n));
+    s.sigma.push_back(b.sigma[t]);
+  }
+  return s;
+}
+
+template <class F>
+std::vector<double> sq_errors(const Sample& s, F predict) {
+  std::vector<double> e(s.y.size());
+  for (size_t t = 0; t < e.size(); ++t) e[t] = std::pow(predict(s.sp[t], t) - s.y[t], 2);
+  return e;
+}
+double mean(const std::vector<double>& v) {
+  double m = 0;
+  for (double x : v) m += x / v.size();
+  return m;
+}
+double std_err(const std::vector<double>& v) {
+  const double m = mean(v);
+  double s = 0;
+  for (double x : v) s += (x - m) * (x - m) / v.size();
+  return std::sqrt(s / v.size());
+}
+// Mean and standard error of a - b, paired by task.
+std::pair<double, double> paired(const std::vector<double>& a, const std::vector<double>& b) {
+  double m = 0, m2 = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    m += (a[i] - b[i]) / a.size();
+    m2 += (a[i] - b[i]) * (a[i] - b[i]) / a.size();
+  }
+  return {m, std::sqrt(std::max(m2 - m * m, 0.0) / a.size())};
+}
+
+// [VO23]: inputs U(-0.5, 0.5), d = n = 10, noiseless; 1/2 MSE of the zero predictor d/24 = 0.4167 and of
+// one tuned GD step 0.2047-0.206 (a 2M-task Monte Carlo of the exact optimum gives 0.2062, the range's
+// upper edge).  Checked as "the paper's range, widened by three standard errors of our estimate": this
+// evaluation stream is a +2 s.e. sample (its zero-predictor loss is 0.4188 +- 0.0011 against exactly
+// 0.41667), and the GD loss moves with it.
+TEST(Baselines, TunedOneStepGdOnUniformInputsMatchesVonOswald) {
+  const Point p = make_point({{"d", "10"}, {"n", "10"}, {"x_dist", "uniform"}, {"precision", "float64"}});
+  const Sample tune = sample(p, Stream::tune, 50000), eval = sample(p, Stream::eval, 300000);
+  const double eta = minimise_log([&](double e) { return mean(sq_errors(tune, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, e, 1); })); }, 1e-4, 10);
+  const auto gd = sq_errors(eval, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, 1); });
+  const auto zero = sq_errors(eval, [](const TaskSpectrum&, size_t) { return 0.0; });
+  const double half_gd = mean(gd) / 2, se_gd = std_err(gd) / 2, half_zero = mean(zero) / 2, se_zero = std_err(zero) / 2;
+  std::printf("  1/2 MSE: zero %.4f +- %.4f (paper 0.4167), tuned 1-step GD %.4f +- %.4f with eta %.4f (paper 0.2047-0.206)\n",
+              half_zero, se_zero, half_gd, se_gd, eta);
+  EXPECT_NEAR(half_zero, 10.0 / 24.0, 3 * se_zero);
+  EXPECT_GE(half_gd, 0.2047 - 3 * se_gd);
+  EXPECT_LE(half_gd, 0.206 + 3 * se_gd);
+}
+
+// Oracle ridge (lambda = sigma^2) tends to OLS, or to the minimum-norm interpolant when n < d, as sigma
+// vanishes: the gap shrinks with lambda (linearly for n > d; for n < d until rounding in the null space).
+TEST(Baselines, OracleRidgeTendsToOlsAsSigmaVanishes) {
+  for (const char* n : {"20", "6"}) {
+    const Point p = make_point({{"d", "10"}, {"n", n}, {"precision", "float64"}});
+    const Sample s = sample(p, Stream::eval, 200);
+    std::vector<double> worst;
+    for (const double lambda : {1e-2, 1e-4, 1e-6}) {
+      double w = 0;
+      for (const TaskSpectrum& t : s.sp)
+        w = std::max(w, std::fabs(predict_ridge(t, lambda) - predict_ols(t)) / (1 + std::fabs(predict_ols(t))));
+      worst.push_back(w);
+    }
+    std::printf("  n = %s: worst relative gap at lambda 1e-2, 1e-4, 1e-6: %.1e %.1e %.1e\n", n, worst[0], worst[1], worst[2]);
+    EXPECT_LT(worst[1], 0.05 * worst[0]) << "n = " << n;
+    EXPECT_LT(worst[2], 0.05 * worst[1]) << "n = " << n;
+    EXPECT_LT(worst[2], 1e-4) << "n = " << n;
+  }
+}
+
+// The Bayes mixture predictor is the optimum for its noise law: never worse than ConstRR, never better
+// than the oracle that knows each task's sigma (paired differences, two standard errors).
+TEST(Baselines, BayesMixtureBetweenOracleAndConstRR) {
+  for (const char* noise : {"set:1,3", "uniform:2", "set:0.5,1,3"}) {
+    const Point p = make_point({{"d", "5"}, {"n", "10"}, {"noise", noise}, {"precision", "float64"}});
+    const TaskLaw law = make_task_law(p);
+    const Sample tune = sample(p, Stream::tune, 20000), eval = sample(p, Stream::eval, 100000);
+    const double lam = minimise_log([&](double l) { return mean(sq_errors(tune, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, l); })); }, 1e-4, 1e3);
+    std::vector<double> sig, w;
+    if (law.noise == NoiseKind::uniform)
+      for (int k = 0; k < 64; ++k) sig.push_back(2.0 * (k + 0.5) / 64);
+    else
+      sig = law.noise_sigma;
+    w.assign(sig.size(), 1.0 / sig.size());
+    const auto bayes = sq_errors(eval, [&](const TaskSpectrum& t, size_t) { return predict_bayes(t, sig, w); });
+    const auto constrr = sq_errors(eval, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, lam); });
+    const auto oracle = sq_errors(eval, [&](const TaskSpectrum& t, size_t i) { return predict_ridge(t, eval.sigma[i] * eval.sigma[i]); });
+    const auto [d1, se1] = paired(bayes, constrr);
+    const auto [d2, se2] = paired(oracle, bayes);
+    std::printf("  %-12s MSE oracle %.4f  bayes %.4f  const_rr %.4f   bayes-const %.5f (se %.5f)  oracle-bayes %.5f (se %.5f)\n",
+                noise, mean(oracle), mean(bayes), mean(constrr), d1, se1, d2, se2);
+    EXPECT_LE(d1, 2 * se1) << noise;
+    EXPECT_LE(d2, 2 * se2) << noise;
+    EXPECT_LT(d1, 0.0) << noise;   // and strictly better than ConstRR for a mixture
+  }
+}
+
+// [V24] Table 1, d = 10, n = 20, sigma ~ U(0, 2), adjusted loss on the 1/2 scale.
+TEST(Baselines, VladymyrovTable1AtSigmaMax2) {
+  const Point p = make_point({{"d", "10"}, {"n", "20"}, {"noise", "uniform:2"}, {"precision", "float64"}});
+  const Sample tune = sample(p, Stream::tune, 40000), eval = sample(p, Stream::eval, 200000);
+  auto loss = [](const Sample& s, auto f) { return mean(sq_errors(s, f)); };
+  const double lam = minimise_log([&](double l) { return loss(tune, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, l); }); }, 1e-4, 1e3);
+  double best = 1e300, c_best = 1, t_best = 1;
+  for (int i = 0; i < 24; ++i)
+    for (int j = 0; j < 24; ++j) {
+      const double c = 0.05 * std::pow(400.0, i / 23.0), thr = 1e-3 * std::pow(1e7, j / 23.0);
+      const double v = loss(tune, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, std::min(c * noise_estimate(t), thr)); });
+      if (v < best) { best = v; c_best = c; t_best = thr; }
+    }
+  // Adjusted losses as paired per-task differences with the oracle, with their standard errors.
+  const auto oracle = sq_errors(eval, [&](const TaskSpectrum& t, size_t i) { return predict_ridge(t, eval.sigma[i] * eval.sigma[i]); });
+  std::vector<double> sig, w(64, 1.0 / 64);
+  for (int k = 0; k < 64; ++k) sig.push_back(2.0 * (k + 0.5) / 64);
+  auto adjusted = [&](auto f) { return paired(sq_errors(eval, f), oracle); };
+  const auto [const_rr, se_c] = adjusted([&](const TaskSpectrum& t, size_t) { return predict_ridge(t, lam); });
+  const auto [ada_rr, se_a] = adjusted([&](const TaskSpectrum& t, size_t) { return predict_ridge(t, noise_estimate(t)); });
+  const auto [tuned_rr, se_t] = adjusted([&](const TaskSpectrum& t, size_t) { return predict_ridge(t, std::min(c_best * noise_estimate(t), t_best)); });
+  const auto [bayes, se_b] = adjusted([&](const TaskSpectrum& t, size_t) { return predict_bayes(t, sig, w); });
+  std::printf("  adjusted 1/2 MSE (+- s.e.): ConstRR %.4f +- %.4f (paper 0.066)  AdaRR %.4f +- %.4f (0.016)  "
+              "TunedRR %.4f +- %.4f (0.010; c %.2f, t %.2f)  Bayes %.4f +- %.4f\n",
+              const_rr / 2, se_c / 2, ada_rr / 2, se_a / 2, tuned_rr / 2, se_t / 2, c_best, t_best, bayes / 2, se_b / 2);
+  EXPECT_NEAR(const_rr / 2, 0.066, 0.05 * 0.066 + se_c);
+  EXPECT_NEAR(ada_rr / 2, 0.016, 0.05 * 0.016 + se_a);
+  // TunedRR lands above the paper's 0.010 (README, "Reproductions"); what must hold is the order
+  // Bayes <= TunedRR <= AdaRR, paired on the same tasks.
+  const auto bt = paired(sq_errors(eval, [&](const TaskSpectrum& t, size_t) { return predict_bayes(t, sig, w); }),
+                         sq_errors(eval, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, std::min(c_best * noise_estimate(t), t_best)); }));
+  EXPECT_LE(bt.first, 2 * bt.second);
+  EXPECT_LE(tuned_rr, ada_rr);
+}
+
+TEST(Analysis, DistAndScalarOnPlantedPreconditioners) {
+  EXPECT_NEAR(dist_to_identity(3.0 * Eigen::MatrixXd::Identity(4, 4)), 0.0, 1e-15);
+  Eigen::MatrixXd M = Eigen::MatrixXd::Zero(2, 2);
+  M(0, 0) = 2;   // M - (tr M/d) I = diag(1, -1)
+  EXPECT_NEAR(dist_to_identity(M), std::sqrt(2.0) / 2.0, 1e-15);
+  // Plant A_l = -a_l Sigma^-1 in a sparse_a model: Sigma^{1/2} A_l Sigma^{1/2} = -a_l I exactly.
+  const Point p = make_point({{"d", "3"}, {"n", "10"}, {"layers", "2"}, {"param", "sparse_a"},
+                              {"cov", "rotated:1,0.25,4"}, {"eval_tasks", "64"}});
+  const TaskLaw law = make_task_law(p);
+  const ParamLayout layout(p);
+  const Eigen::MatrixXd Sinv = law.Sigma.inverse();
+  const double a[2] = {0.5154, 1.2496};
+  std::vector<double> theta(layout.size());
+  for (int l = 0; l < 2; ++l)
+    for (int i = 0; i < 3; ++i)
+      for (int k = 0; k < 3; ++k) theta[l * 9 + i * 3 + k] = -a[l] * Sinv(i, k);
+  Result r;
+  r.P.resize(layout.PQ_size());
+  r.Q.resize(layout.PQ_size());
+  layout.expand(theta.data(), r.P.data(), r.Q.data());
+  const auto eval = test::make_batch<float>(p, 64);
+  analyse_point(p, law, theta, eval, r);
+  for (int l = 0; l < 2; ++l) {
+    EXPECT_NEAR(r.series["precond_a"][l], a[l], 1e-12);
+    EXPECT_NEAR(r.series["precond_dist_whitened"][l], 0.0, 1e-12);
+    EXPECT_GT(r.series["precond_dist"][l], 0.1);   // the raw product is not isotropic
+  }
+}
+
+TEST(Analysis, GdppBeatsGdAtEqualStepsOnAnisotropicInputs) {
+  const Point p = make_point({{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"cov", "rotated:1,0.25,4,1,0.5"},
+                              {"steps", "1"}, {"batch", "16"}, {"eval_tasks", "4000"}});
+  const Result r = train_point(p);
+  const auto& gd = r.series.at("layer_loss_gd");
+  const auto& gdpp = r.series.at("layer_loss_gdpp");
+  for (int k = 0; k < 3; ++k) std::printf("  step %d: GD %.4f  GD++ %.4f\n", k + 1, gd[k], gdpp[k]);
+  EXPECT_NEAR(gdpp[0], gd[0], 0.02 * gd[0]);   // one step: both are plain GD
+  for (int k = 1; k < 3; ++k) EXPECT_LT(gdpp[k], 0.97 * gd[k]) << "step " << k + 1;
+}
+
+}  // namespace
+}  // namespace icl
