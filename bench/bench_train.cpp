@@ -1,5 +1,7 @@
 // Training throughput of one grid point, single thread: steps/s, model GFLOP/s, the share of time spent
-// drawing tasks, and the process's peak resident memory.  One line per run, machine-readable; the table
+// drawing tasks, the process's peak resident memory, and the cost of the analyses (analysis.hpp, no
+// landscape) against the training time of this run and of the paper's budget for the config
+// ([A24]: 10,000 steps for config 1; [V24]: 200,000 for config 2).  One line per run, machine-readable; the table
 // beside PyTorch and the machine's peak is made by bench/run_bench.sh.
 //   bench_train CONFIG [STEPS]      CONFIG = 1: d=5 n=20 L=3 B=1000;  2: d=10 n=20 L=7 B=2048
 #include <sys/resource.h>
@@ -47,9 +49,13 @@ int main(int argc, char** argv) {
   const double sps = r.steps_done / r.seconds_train;
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);
+  const double analysis_s = r.metrics.count("analysis_seconds") ? r.metrics.at("analysis_seconds") : 0.0;
+  const double paper_steps = config == 1 ? 10000 : 200000;
   std::printf("icl config=%d d=%d n=%d layers=%d batch=%d status=%s steps=%lld steps_per_s=%.1f flops_per_step=%.4g "
-              "gflops=%.2f data_share=%.3f final_loss=%.4g max_rss_mib=%.1f\n",
+              "gflops=%.2f data_share=%.3f final_loss=%.4g max_rss_mib=%.1f analysis_s=%.3f analysis_share_run=%.3f "
+              "analysis_share_paper_budget=%.4f\n",
               config, p.d, p.n, p.layers, p.batch, status_name(r.status), static_cast<long long>(r.steps_done), sps,
-              r.flops_per_step, r.flops_per_step * sps * 1e-9, draw_s * sps, r.test_loss, ru.ru_maxrss / 1024.0);
+              r.flops_per_step, r.flops_per_step * sps * 1e-9, draw_s * sps, r.test_loss, ru.ru_maxrss / 1024.0,
+              analysis_s, analysis_s / r.seconds_train, analysis_s / (paper_steps / sps));
   return r.status == Status::ok ? 0 : 1;
 }

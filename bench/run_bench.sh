@@ -17,13 +17,16 @@ g++ -O2 -march=native -std=c++17 bench/peak_fp32.cpp -o build/peak_fp32
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 peak=$(./build/peak_fp32 | awk '/^peak_fp32_gflops/ {print $2}')
-declare -A icl torch gf rss
+declare -A icl torch gf rss an an_run an_paper
 for c in 1 2; do
   line=$(taskset -c 0 ./build/bench/bench_train $c)
   echo "$line" >&2
   icl[$c]=$(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
   gf[$c]=$(sed -n 's/.*gflops=\([0-9.]*\).*/\1/p' <<<"$line")
   rss[$c]=$(sed -n 's/.*max_rss_mib=\([0-9.]*\).*/\1/p' <<<"$line")
+  an[$c]=$(sed -n 's/.*analysis_s=\([0-9.]*\).*/\1/p' <<<"$line")
+  an_run[$c]=$(sed -n 's/.*analysis_share_run=\([0-9.]*\).*/\1/p' <<<"$line")
+  an_paper[$c]=$(sed -n 's/.*analysis_share_paper_budget=\([0-9.]*\).*/\1/p' <<<"$line")
 done
 tline1=$(taskset -c 0 /usr/bin/python3 bench/torch_peer.py --d 5 --n 20 --layers 3 --batch 1000 --seconds 15 2>/dev/null)
 tline2=$(taskset -c 0 /usr/bin/python3 bench/torch_peer.py --d 10 --n 20 --layers 7 --batch 2048 --lr 1e-4 --seconds 20 2>/dev/null)
@@ -40,4 +43,14 @@ names=([1]="d=5 n=20 L=3 B=1000" [2]="d=10 n=20 L=7 B=2048")
 for c in 1 2; do
   printf '| %-28s | %12.1f | %14.2f | %8.1fx | %12.1f | %8.1f%% | %12.1f |\n' "${names[$c]}" "${icl[$c]}" "${torch[$c]}" \
     "$(awk -v a="${icl[$c]}" -v b="${torch[$c]}" 'BEGIN {print a / b}')" "${gf[$c]}" "$(awk -v a="${gf[$c]}" -v b="$peak" 'BEGIN {print 100 * a / b}')" "${rss[$c]}"
+done
+
+echo
+echo "analysis cost (baselines, alignment, noise and OOD curves, preconditioners; landscape off)"
+printf '| %-28s | %10s | %22s | %34s |\n' config "analysis s" "share of this run" "share of the paper's training budget"
+printf '|%s|%s|%s|%s|\n' ------------------------------ ------------ ------------------------ ------------------------------------
+budget=([1]="10k steps, [A24]" [2]="200k steps, [V24]")
+for c in 1 2; do
+  printf '| %-28s | %10.3f | %21.1f%% | %26.2f%% (%s) |\n' "${names[$c]}" "${an[$c]}" \
+    "$(awk -v a="${an_run[$c]}" 'BEGIN {print 100 * a}')" "$(awk -v a="${an_paper[$c]}" 'BEGIN {print 100 * a}')" "${budget[$c]}"
 done

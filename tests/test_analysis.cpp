@@ -5,6 +5,7 @@
 
 #include "icl/core/analysis.hpp"
 #include "icl/core/baselines.hpp"
+#include "icl/core/landscape.hpp"
 #include "icl/core/params.hpp"
 #include "test_util.hpp"
 
@@ -201,6 +202,63 @@ TEST(Analysis, GdppBeatsGdAtEqualStepsOnAnisotropicInputs) {
   for (int k = 0; k < 3; ++k) std::printf("  step %d: GD %.4f  GD++ %.4f\n", k + 1, gd[k], gdpp[k]);
   EXPECT_NEAR(gdpp[0], gd[0], 0.02 * gd[0]);   // one step: both are plain GD
   for (int k = 1; k < 3; ++k) EXPECT_LT(gdpp[k], 0.97 * gd[k]) << "step " << k + 1;
+}
+
+}  // namespace
+}  // namespace icl
+
+namespace icl {
+namespace {
+
+// The Hessian diagonal and the directional smoothness (both from central differences of the analytic
+// gradient) against second differences of the loss itself.
+TEST(Landscape, HessianDiagonalAndSmoothnessMatchSecondDifferencesOfTheLoss) {
+  const Point p = test::make_point({{"d", "3"}, {"n", "6"}, {"layers", "2"}, {"precision", "float64"}});
+  const auto batch = test::make_batch<double>(p, 40);
+  Objective<double> obj(p);
+  std::vector<double> theta(obj.layout().size());
+  rng_normals(rng_key(3, Stream::analysis), 0, static_cast<int>(theta.size()), theta.data());
+  for (double& x : theta) x *= 0.3;
+  const std::vector<double> H = hessian_diagonal(obj, batch, theta);
+  const double f0 = obj.loss_grad(batch, theta, nullptr), h = 1e-4;
+  std::vector<double> fd(theta.size());
+  for (size_t i = 0; i < theta.size(); ++i) {
+    std::vector<double> tp = theta, tm = theta;
+    tp[i] += h;
+    tm[i] -= h;
+    fd[i] = (obj.loss_grad(batch, tp, nullptr) - 2 * f0 + obj.loss_grad(batch, tm, nullptr)) / (h * h);
+  }
+  const double e = test::worst_rel(H, fd);
+  std::printf("  Hessian diagonal (%zu entries) vs second differences of the loss: worst relative error %.2e\n", H.size(), e);
+  EXPECT_LT(e, 1e-4);
+  std::vector<double> u(theta.size());
+  rng_normals(rng_key(4, Stream::analysis), 0, static_cast<int>(u.size()), u.data());
+  double un2 = 0;
+  for (double x : u) un2 += x * x;
+  const double s = directional_smoothness(obj, batch, theta, u);
+  std::vector<double> tp = theta, tm = theta;
+  const double hu = 1e-4 / std::sqrt(un2);
+  for (size_t i = 0; i < u.size(); ++i) {
+    tp[i] += hu * u[i];
+    tm[i] -= hu * u[i];
+  }
+  const double s_fd = (obj.loss_grad(batch, tp, nullptr) - 2 * f0 + obj.loss_grad(batch, tm, nullptr)) / (hu * hu) / un2;
+  std::printf("  directional smoothness %.6g vs %.6g\n", s, s_fd);
+  EXPECT_NEAR(s, s_fd, 1e-4 * std::max(1.0, std::fabs(s_fd)));
+}
+
+TEST(Landscape, RecordedAtTheRequestedStepsAndExcludedFromTrainingTime) {
+  const Point p = test::make_point({{"d", "3"}, {"n", "8"}, {"layers", "2"}, {"batch", "64"}, {"steps", "20"},
+                                    {"eval_tasks", "256"}, {"landscape", "0,10,20"}, {"analysis", "false"}});
+  const Result r = train_point(p);
+  ASSERT_EQ(r.status, Status::ok) << r.message;
+  EXPECT_EQ(r.series.at("landscape_step"), (std::vector<double>{0, 10, 20}));
+  EXPECT_EQ(r.series.at("landscape_grad_noise").size(), 3u * 32u);
+  EXPECT_EQ(r.series.at("landscape_hessian_diag").size(), 3u * ParamLayout(p).size());
+  for (double c : r.series.at("landscape_hessian_cond")) EXPECT_GE(c, 1.0);
+  EXPECT_TRUE(std::isnan(r.series.at("landscape_smoothness")[2]));   // no update after the last step
+  EXPECT_FALSE(std::isnan(r.series.at("landscape_smoothness")[0]));
+  EXPECT_LT(r.seconds_train, r.metrics.at("landscape_seconds"));
 }
 
 }  // namespace

@@ -163,3 +163,47 @@ INSTANTIATE_TEST_SUITE_P(
 
 }  // namespace
 }  // namespace icl
+
+namespace icl {
+namespace {
+
+// d yhat / d x_query from the backward pass (the sensitivity of the alignment analysis) against central
+// differences of the forward pass, per task.
+TEST(Sensitivity, QueryGradientMatchesFiniteDifferences) {
+  const Point p = test::make_point({{"d", "4"}, {"n", "7"}, {"layers", "3"}, {"heads", "2"}, {"precision", "float64"}});
+  TaskBatch<double> batch = test::make_batch<double>(p, kLanes<double>);
+  const ParamLayout layout(p);
+  const std::vector<double> theta = random_theta(layout, 0.3, 8);
+  std::vector<double> P(layout.PQ_size()), Q(layout.PQ_size());
+  layout.expand(theta.data(), P.data(), Q.data());
+  LaneModel<double> model(model_shape(p));
+  model.set_weights(P.data(), Q.data());
+  LaneVec<double> yhat(p.layers);
+  model.model_forward(batch.chunk_Z(0), yhat.data());
+  Lane<double> one;
+  for (int v = 0; v < kLanes<double>; ++v) one[v] = 1.0;
+  model.model_backward(one);
+  const int N = p.n + 1;
+  std::vector<double> analytic, fd;
+  for (int i = 0; i < p.d; ++i)
+    for (int v = 0; v < kLanes<double>; ++v) analytic.push_back(model.input_grad()[i * N + p.n][v]);
+  const double h = 1e-6;
+  for (int i = 0; i < p.d; ++i) {
+    Lane<double>& x = batch.Z[i * N + p.n];   // coordinate i of every task's query
+    const Lane<double> x0 = x;
+    x = x0 + h;
+    model.model_forward(batch.chunk_Z(0), yhat.data());
+    const Lane<double> up = yhat[p.layers - 1];
+    x = x0 - h;
+    model.model_forward(batch.chunk_Z(0), yhat.data());
+    const Lane<double> down = yhat[p.layers - 1];
+    x = x0;
+    for (int v = 0; v < kLanes<double>; ++v) fd.push_back((up[v] - down[v]) / (2 * h));
+  }
+  const double e = worst_rel(analytic, fd);
+  std::printf("  sensitivity vs finite differences: worst relative error %.2e\n", e);
+  EXPECT_LT(e, 1e-6);
+}
+
+}  // namespace
+}  // namespace icl

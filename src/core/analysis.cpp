@@ -483,6 +483,8 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
   }
 
   // Learned preconditioners ([A23]) and the [V24] scalars, per layer.
+  for (int i = 0; i < d; ++i)
+    for (int k = 0; k < d; ++k) S["sigma"].push_back(law.Sigma(i, k));   // the input covariance, row-major
   const Eigen::MatrixXd Sh = sym_sqrt(law.Sigma);
   for (int l = 0; l < L; ++l) {
     const Eigen::MatrixXd A = layer_product(p, r.P, r.Q, l), W = Sh * A * Sh;

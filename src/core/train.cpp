@@ -14,6 +14,7 @@
 
 #include "icl/core/analysis.hpp"
 #include "icl/core/data.hpp"
+#include "icl/core/landscape.hpp"
 #include "icl/core/objective.hpp"
 #include "icl/core/optim.hpp"
 #include "icl/core/params.hpp"
@@ -35,7 +36,8 @@ Result train_typed(const Point& p) {
   const ParamLayout& layout = objective.layout();
   std::vector<double> theta = param_init(p, layout);
   OptState opt = opt_init(layout.size());
-  std::vector<double> g(layout.size()), layer_loss(p.layers);
+  std::vector<double> g(layout.size()), layer_loss(p.layers), update;
+  Landscape landscape(p, law);
 
   TaskBatch<T> batch, eval_set;
   batch.resize(p.batch, p.d, p.n);
@@ -55,7 +57,7 @@ Result train_typed(const Point& p) {
   double loss_since_eval = 0.0;
   int64_t steps_since_eval = 0;
   for (int64_t s = 0; s < p.steps; ++s) {
-    const auto t_step = Clock::now();
+    auto t_step = Clock::now();
     if (s % p.refresh == 0) sample_tasks(law, p.seed, Stream::train, static_cast<uint64_t>(s / p.refresh), batch);
     const double loss = objective.loss_grad(batch, theta, &g);
     const double gnorm = clip_grad(p, layout, g);
@@ -67,6 +69,16 @@ Result train_typed(const Point& p) {
                   std::to_string(gnorm) + " at step " + std::to_string(s + 1);
       r.seconds_train += seconds_since(t_step);
       break;
+    }
+    if (landscape.wanted(s)) {   // measured before this step's update, along it; not training time
+      const auto t_landscape = Clock::now();
+      const std::vector<double> before = theta;
+      OptState probe = opt;
+      update = theta;
+      opt_step(p, lr_at(p, s), update, g, probe);
+      for (size_t i = 0; i < update.size(); ++i) update[i] -= before[i];
+      landscape.measure(s, theta, update, r);
+      t_step += Clock::now() - t_landscape;
     }
     opt_step(p, lr_at(p, s), theta, g, opt);
     loss_since_eval += loss;
@@ -93,6 +105,7 @@ Result train_typed(const Point& p) {
     }
   }
 
+  if (r.status == Status::ok && landscape.wanted(p.steps)) landscape.measure(p.steps, theta, {}, r);
   r.theta = theta;
   r.P.resize(layout.PQ_size());
   r.Q.resize(layout.PQ_size());

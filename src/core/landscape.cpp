@@ -1,0 +1,88 @@
+#include "icl/core/landscape.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+namespace icl {
+namespace {
+
+double norm(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x * x;
+  return std::sqrt(s);
+}
+
+}  // namespace
+
+std::vector<double> hessian_diagonal(Objective<double>& obj, const TaskBatch<double>& batch, const std::vector<double>& theta) {
+  std::vector<double> H(theta.size()), gp, gm, t = theta;
+  for (size_t i = 0; i < theta.size(); ++i) {
+    const double h = 1e-5 * std::max(1.0, std::fabs(theta[i]));
+    t[i] = theta[i] + h;
+    obj.loss_grad(batch, t, &gp);
+    t[i] = theta[i] - h;
+    obj.loss_grad(batch, t, &gm);
+    t[i] = theta[i];
+    H[i] = (gp[i] - gm[i]) / (2 * h);
+  }
+  return H;
+}
+
+double directional_smoothness(Objective<double>& obj, const TaskBatch<double>& batch, const std::vector<double>& theta,
+                              const std::vector<double>& u) {
+  const double un = norm(u);
+  if (un == 0.0) return std::nan("");
+  const double h = 1e-5 * std::max(1.0, norm(theta)) / un;
+  std::vector<double> tp(theta), tm(theta), gp, gm;
+  for (size_t i = 0; i < theta.size(); ++i) {
+    tp[i] += h * u[i];
+    tm[i] -= h * u[i];
+  }
+  obj.loss_grad(batch, tp, &gp);
+  obj.loss_grad(batch, tm, &gm);
+  double uHu = 0;
+  for (size_t i = 0; i < u.size(); ++i) uHu += u[i] * (gp[i] - gm[i]) / (2 * h);
+  return uHu / (un * un);
+}
+
+Landscape::Landscape(const Point& p, const TaskLaw& law) : p_(p), obj_(p) {
+  if (p.landscape.empty()) return;
+  full_.resize(std::min(kFullBatches * p.batch, 65536), p.d, p.n);
+  sample_tasks(law, p.seed, Stream::analysis, 500, full_);
+  batches_.resize(kNoiseBatches);
+  for (int k = 0; k < kNoiseBatches; ++k) {
+    batches_[k].resize(p.batch, p.d, p.n);
+    sample_tasks(law, p.seed, Stream::analysis, 600 + k, batches_[k]);
+  }
+}
+
+bool Landscape::wanted(int64_t step) const {
+  return std::find(p_.landscape.begin(), p_.landscape.end(), step) != p_.landscape.end();
+}
+
+void Landscape::measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update, Result& r) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto& S = r.series;
+  std::vector<double> g_full, g;
+  obj_.loss_grad(full_, theta, &g_full);
+  S["landscape_step"].push_back(static_cast<double>(step));
+  S["landscape_grad_norm"].push_back(norm(g_full));
+  for (auto& b : batches_) {
+    obj_.loss_grad(b, theta, &g);
+    for (size_t i = 0; i < g.size(); ++i) g[i] -= g_full[i];
+    S["landscape_grad_noise"].push_back(norm(g));   // kNoiseBatches values per step
+  }
+  const std::vector<double> H = hessian_diagonal(obj_, full_, theta);
+  std::vector<double> a(H.size());
+  for (size_t i = 0; i < H.size(); ++i) a[i] = std::fabs(H[i]);
+  std::vector<double> sorted = a;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  S["landscape_hessian_cond"].push_back(median > 0 ? *std::max_element(a.begin(), a.end()) / median : std::nan(""));
+  S["landscape_hessian_diag"].insert(S["landscape_hessian_diag"].end(), H.begin(), H.end());   // #params per step
+  S["landscape_smoothness"].push_back(update.empty() ? std::nan("") : directional_smoothness(obj_, full_, theta, update));
+  r.metrics["landscape_seconds"] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace icl
