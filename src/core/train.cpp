@@ -28,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 template <class T>
-Result train_typed(const Point& p) {
+Result train_typed(const Point& p, const std::atomic<bool>* cancel) {
   const auto t_start = Clock::now();
   Result r;
   const TaskLaw law = make_task_law(p);
@@ -57,6 +57,11 @@ Result train_typed(const Point& p) {
   double loss_since_eval = 0.0;
   int64_t steps_since_eval = 0;
   for (int64_t s = 0; s < p.steps; ++s) {
+    if (cancel && cancel->load(std::memory_order_relaxed)) {
+      r.status = Status::cancelled;
+      r.message = "cancelled at step " + std::to_string(s);
+      return r;
+    }
     auto t_step = Clock::now();
     if (s % p.refresh == 0) sample_tasks(law, p.seed, Stream::train, static_cast<uint64_t>(s / p.refresh), batch);
     const double loss = objective.loss_grad(batch, theta, &g);
@@ -130,6 +135,8 @@ const char* status_name(Status s) {
     case Status::ok: return "ok";
     case Status::diverged: return "diverged";
     case Status::failed: return "failed";
+    case Status::pending: return "pending";
+    case Status::cancelled: return "cancelled";
   }
   return "?";
 }
@@ -146,9 +153,18 @@ double model_flops_per_task(const Point& p) {
   return 2.0 * per_layer * p.layers;
 }
 
-Result train_point(const Point& p) {
+Result pending_result() {
+  Result r;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  r.status = Status::pending;
+  r.test_loss = r.train_loss = nan;
+  r.seconds_train = r.seconds_eval = r.seconds_total = r.flops_per_step = nan;
+  return r;
+}
+
+Result train_point(const Point& p, const std::atomic<bool>* cancel) {
   try {
-    return p.precision == Precision::f32 ? train_typed<float>(p) : train_typed<double>(p);
+    return p.precision == Precision::f32 ? train_typed<float>(p, cancel) : train_typed<double>(p, cancel);
   } catch (const std::exception& e) {
     Result r;
     r.status = Status::failed;

@@ -114,7 +114,7 @@ void write_points(File& f, const std::vector<Point>& points) {
 }
 
 void write_all(File& f, const std::vector<Point>& points, const std::vector<Result>& results,
-               const std::string& spec_text) {
+               const std::string& spec_text, const Attributes& extra, const std::vector<int>& replica) {
   const size_t P = points.size();
   set_attr(f, "/", "format", std::string("icl-sweep results"));
   set_attr(f, "/", "format_version", int64_t{1});
@@ -136,7 +136,13 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
                        "oracle ridge ([V24]); reference methods tuned on a separate seeded tuning set; GD and GD++ "
                        "are the transformer with constructed weights and c = 1"));
 
+  for (const auto& [k, v] : extra.text) set_attr(f, "/", k, v);
+  for (const auto& [k, v] : extra.integer) set_attr(f, "/", k, v);
   write_points(f, points);
+  std::vector<int64_t> rep(points.size(), 0);
+  for (size_t i = 0; i < replica.size() && i < rep.size(); ++i) rep[i] = replica[i];
+  write(f, "/points/replica", rep);
+  set_attr(f, "/points/replica", "help", std::string("replica of the grid combination (repeats)"));
   std::vector<std::string> status, message;
   for (const Result& r : results) {
     status.push_back(status_name(r.status));
@@ -211,11 +217,12 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
 }  // namespace
 
 void write_results_file(const std::string& path, const std::vector<Point>& points,
-                        const std::vector<Result>& results, const std::string& spec_text) {
+                        const std::vector<Result>& results, const std::string& spec_text,
+                        const Attributes& extra, const std::vector<int>& replica) {
   const std::string tmp = path + ".tmp." + std::to_string(::getpid());
   try {
     File f = File::create_truncate(tmp);
-    write_all(f, points, results, spec_text);
+    write_all(f, points, results, spec_text, extra, replica);
     f.close();
   } catch (...) {
     std::remove(tmp.c_str());

@@ -4,6 +4,8 @@
 namespace icl::cli {
 
 int train_main(int argc, char** argv);   // icl-sweep train [options]
+int run_main(int argc, char** argv);     // icl-sweep run [SPEC] -o OUT.h5 (under mpirun)
+int status_main(int argc, char** argv);  // icl-sweep status OUT.h5
 
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 

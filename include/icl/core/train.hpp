@@ -3,6 +3,7 @@
 // no MPI, no clocks in anything but the timing fields.  The same point gives the same bits (timings
 // aside) on any machine running the same build.  A run that diverges or throws is returned as data
 // (status + message), never as an exception.
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -12,7 +13,7 @@
 
 namespace icl {
 
-enum class Status { ok, diverged, failed };
+enum class Status { ok, diverged, failed, pending, cancelled };
 const char* status_name(Status s);
 
 // Loss convention: plain mean squared error over tasks, mean((yhat - y_query)^2), not halved.
@@ -36,7 +37,12 @@ struct Result {
   std::map<std::string, std::vector<double>> series;
 };
 
-Result train_point(const Point& p);
+// `cancel` (optional) is polled once per step; when it becomes true the point stops with status
+// cancelled, which a driver discards: cancellation never changes a recorded result.
+Result train_point(const Point& p, const std::atomic<bool>* cancel = nullptr);
+
+// A result that has not been computed: status pending, every loss NaN.
+Result pending_result();
 
 // Multiply-adds x 2 of one forward + backward pass of the linear model on one task (see model.cpp).
 double model_flops_per_task(const Point& p);

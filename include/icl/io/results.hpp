@@ -11,7 +11,13 @@ namespace icl::io {
 
 // Writes points/results to a new file at `path` (which must not exist), complete or not at all:
 // the data go to `path`.tmp.<pid> first and are renamed into place.  Throws H5Error on I/O failure.
+// `extra` root attributes (sweep state, rank count, times, spec hash) are added as given.
+struct Attributes {
+  std::vector<std::pair<std::string, std::string>> text;
+  std::vector<std::pair<std::string, int64_t>> integer;
+};
 void write_results_file(const std::string& path, const std::vector<Point>& points,
-                        const std::vector<Result>& results, const std::string& spec_text);
+                        const std::vector<Result>& results, const std::string& spec_text,
+                        const Attributes& extra = {}, const std::vector<int>& replica = {});
 
 }  // namespace icl::io

@@ -1,0 +1,55 @@
+#pragma once
+// A sweep: the product of option lists, expanded into grid points.  Pure (no MPI, no I/O): the spec is
+// parsed from its file by the CLI; here the lists become Points, are validated, costed and ordered.
+//   - every option of the table may list values; the grid is the product of the lists, first listed
+//     option slowest (spec order), then `repeats` replicas of each combination;
+//   - a `zip` group advances its options together (equal lengths) as one axis;
+//   - point i's seed is rng_key(sweep_seed, Stream::init, i): it depends on the spec and the index only.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "icl/core/point.hpp"
+
+namespace icl::sweep {
+
+struct SpecEntry {
+  std::string option;
+  std::vector<std::string> values;
+  std::string where;   // "FILE:LINE" or "command line", for messages
+};
+
+struct Spec {
+  std::vector<SpecEntry> entries;               // in order of appearance; one entry per option
+  std::vector<std::vector<std::string>> zips;   // groups of option names advanced together
+  int repeats = 1;
+  uint64_t sweep_seed = 0;
+  std::string text;                             // the canonical spec (hashed, stored in the output)
+};
+
+struct Axis {
+  std::vector<std::string> options;                // one, or a zip group
+  std::vector<std::vector<std::string>> values;    // values[k][j]: option j at position k
+};
+
+struct Grid {
+  std::vector<Axis> axes;
+  std::vector<Point> points;      // index order
+  std::vector<int> replica;       // per point
+  std::vector<double> cost;       // estimated seconds on one core
+  std::vector<int64_t> order;     // point indices, longest first (ties by index)
+};
+
+// Expands and validates; on failure returns false and fills `errors` with messages naming where,
+// the option, the value and the rule.
+bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors);
+
+// The canonical text of a spec (entries, zips, repeats, sweep_seed) and its 64-bit hash.
+std::string canonical_text(const Spec& spec);
+uint64_t spec_hash(const std::string& canonical);
+
+// Estimated seconds of one point on one core (model FLOPs of training, evaluation and analysis at a
+// nominal rate): used to order the work and for --dry-run, never for results.
+double estimate_seconds(const Point& p);
+
+}  // namespace icl::sweep

@@ -1,0 +1,363 @@
+// icl-sweep run SPEC -o OUT.h5: the sweep driver, read top to bottom.
+//   prolog:  parse and validate the spec (every rank, identically); decide about OUT.h5 (rank 0:
+//            refuse to clobber, check the spec of a resumed run, take the lock); write the plan.
+//   loop:    every rank takes the next point of the longest-first order from a shared counter, skips
+//            it if its shard is already on disk, trains it and stores its shard atomically.
+//   epilog:  rank 0 merges the shards into OUT.h5 (complete, or incomplete after a signal).
+// Durability: a point is durable once its shard is renamed into OUT.h5.points/ (seconds after it
+// finishes); kill -9 loses only the points in flight.  SIGTERM / SIGUSR1 / SIGINT stop handing out
+// points, abandon the ones in flight at their next step, merge what is done and exit 0.
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+#include "icl/cli/cli.hpp"
+#include "icl/cli/spec_file.hpp"
+#include "icl/core/options.hpp"
+#include "icl/io/h5.hpp"
+#include "icl/io/point_file.hpp"
+#include "icl/io/results.hpp"
+#include "icl/parallel/parallel.hpp"
+#include "icl/sweep/grid.hpp"
+
+namespace po = boost::program_options;
+
+namespace icl::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+extern "C" void on_stop_signal(int) { g_stop.store(true); }
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string shard_path(const std::string& dir, int64_t index) { return dir + "/point_" + std::to_string(index) + ".bin"; }
+
+int count_shards(const std::string& dir) {
+  int n = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      const std::string name = e->d_name;
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".bin") == 0) ++n;
+    }
+    ::closedir(d);
+  }
+  return n;
+}
+
+std::string default_spec() {
+  for (const std::string& p : {std::string("jobs/presets/quickstart.ini"), std::string(ICL_SOURCE_DIR) + "/jobs/presets/quickstart.ini"})
+    if (exists(p)) return p;
+  return "jobs/presets/quickstart.ini";
+}
+
+void print_dry_run(const sweep::Spec& spec, const sweep::Grid& g) {
+  double total = 0, longest = 0;
+  for (double c : g.cost) {
+    total += c;
+    longest = std::max(longest, c);
+  }
+  std::printf("points      %zu (%d replica%s of each combination)\n", g.points.size(), spec.repeats, spec.repeats > 1 ? "s" : "");
+  std::string fixed;
+  for (const sweep::Axis& a : g.axes)
+    if (a.values.size() == 1)
+      for (size_t j = 0; j < a.options.size(); ++j) fixed += " " + a.options[j] + "=" + a.values[0][j];
+  std::printf("fixed      %s\n", fixed.c_str());
+  for (const sweep::Axis& a : g.axes) {
+    if (a.values.size() == 1) continue;
+    std::string name, vals;
+    for (size_t j = 0; j < a.options.size(); ++j) name += (j ? "+" : "") + a.options[j];
+    for (size_t k = 0; k < a.values.size(); ++k) {
+      std::string v;
+      for (size_t j = 0; j < a.values[k].size(); ++j) v += (j ? "+" : "") + a.values[k][j];
+      vals += (k ? " " : "") + v;
+    }
+    std::printf("axis        %-14s %zu: %s\n", name.c_str(), a.values.size(), vals.c_str());
+  }
+  std::printf("estimate    %.2f core-hours in all; longest point %.0f s; about %.0f s on %d ranks\n", total / 3600, longest,
+              std::max(longest, total / par::size()), par::size());
+}
+
+void print_summary(const sweep::Grid& g, const std::vector<Result>& results) {
+  std::vector<std::string> varying;
+  for (const sweep::Axis& a : g.axes)
+    if (a.values.size() > 1) varying.insert(varying.end(), a.options.begin(), a.options.end());
+  std::printf("%6s", "point");
+  for (const std::string& o : varying) std::printf(" %14s", o.c_str());
+  std::printf(" %9s %12s %12s %12s\n", "status", "test_loss", "loss_gd", "loss_bayes");
+  for (size_t i = 0; i < g.points.size() && i < 200; ++i) {
+    std::printf("%6zu", i);
+    for (const std::string& o : varying) std::printf(" %14s", find_option(o)->get(g.points[i]).c_str());
+    const Result& r = results[i];
+    auto metric = [&](const char* k) { return r.metrics.count(k) ? r.metrics.at(k) : std::nan(""); };
+    std::printf(" %9s %12.5g %12.5g %12.5g\n", status_name(r.status), r.test_loss, metric("loss_gd"), metric("loss_bayes"));
+  }
+  if (g.points.size() > 200) std::printf("... (%zu points in all)\n", g.points.size());
+}
+
+// Rank 0's decision about OUT.h5 before any work: 0 go, 2 refuse (message printed).
+int prepare_output(const std::string& out, bool resume, bool force, uint64_t hash, int* lock_fd) {
+  const std::string dir = out + ".points";
+  const std::string parent = out.find('/') == std::string::npos ? "." : out.substr(0, out.rfind('/'));
+  if (!exists(parent.empty() ? "/" : parent)) {
+    std::cerr << "icl-sweep run: option 'output' = '" << out << "': directory '" << parent << "' does not exist\n";
+    return 2;
+  }
+  *lock_fd = ::open((out + ".lock").c_str(), O_RDWR | O_CREAT, 0644);
+  if (*lock_fd < 0 || ::flock(*lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    std::cerr << "icl-sweep run: option 'output' = '" << out << "': another icl-sweep run is writing it (lock "
+              << out << ".lock is held)\n";
+    return 2;
+  }
+  const bool there = exists(out) || exists(dir);
+  if (there && !resume && !force) {
+    std::cerr << "icl-sweep run: option 'output' = '" << out
+              << "': the sweep output exists; pass --resume to continue it or --force to start over\n";
+    return 2;
+  }
+  if (there && force) {
+    std::remove(out.c_str());
+    if (DIR* d = ::opendir(dir.c_str())) {
+      while (const dirent* e = ::readdir(d))
+        if (e->d_name[0] != '.') std::remove((dir + "/" + e->d_name).c_str());
+      ::closedir(d);
+    }
+  }
+  if (resume && exists(out) && !force) {
+    try {
+      const io::File f = io::File::open_read(out);
+      const std::string old = io::get_attr_string(f, "/", "spec_hash");
+      char want[32];
+      std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(hash));
+      if (old != want) {
+        std::cerr << "icl-sweep run: --resume: '" << out << "' was written by a different spec (hash " << old
+                  << ", this spec " << want << "); use the original spec, or --force to start over\n";
+        return 2;
+      }
+    } catch (const std::exception& e) {
+      std::cerr << "icl-sweep run: warning: '" << out << "' is unreadable (" << e.what()
+                << "); recovering the finished points from " << dir << "/\n";
+    }
+  }
+  ::mkdir(dir.c_str(), 0755);
+  return 0;
+}
+
+// Reads every valid shard; corrupt ones are reported (and recomputed on the next --resume).
+std::vector<Result> gather(const sweep::Grid& g, const std::string& dir, uint64_t hash, int* done, int* corrupt) {
+  std::vector<Result> results(g.points.size(), pending_result());
+  *done = *corrupt = 0;
+  for (size_t i = 0; i < g.points.size(); ++i) {
+    const std::string path = shard_path(dir, static_cast<int64_t>(i));
+    if (!exists(path)) continue;
+    int64_t index = -1;
+    std::string why;
+    Result r;
+    if (io::read_point_shard(path, hash, &index, &r, &why) && index == static_cast<int64_t>(i)) {
+      results[i] = std::move(r);
+      ++*done;
+    } else {
+      std::fprintf(stderr, "icl-sweep: warning: %s\n", why.c_str());
+      ++*corrupt;
+    }
+  }
+  return results;
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+  par::init(&argc, &argv);
+  const bool root = par::rank() == 0;
+  auto finish = [](int code) {
+    par::finalize();
+    return code;
+  };
+
+  po::options_description desc("icl-sweep run [SPEC] -o OUT.h5: train every point of a sweep over MPI ranks\n\nOptions");
+  desc.add_options()("help,h", "print this help")("spec", po::value<std::string>(), "the sweep spec (default: jobs/presets/quickstart.ini)")(
+      "output,o", po::value<std::string>(), "the sweep's HDF5 file (default: the spec's name with .h5)")(
+      "resume", po::bool_switch(), "continue the sweep in OUTPUT: recompute nothing that finished")(
+      "force", po::bool_switch(), "discard an existing OUTPUT and start over")(
+      "dry-run", po::bool_switch(), "print the number of points, the axes and an estimated cost, and exit")(
+      "quiet", po::bool_switch(), "no progress lines, no summary table")(
+      "progress", po::value<double>()->default_value(10.0), "seconds between progress lines (0 = none)");
+  for (const OptionDef& o : option_table())
+    desc.add_options()(o.name.c_str(), po::value<std::vector<std::string>>()->multitoken(), (o.help + " (overrides the spec)").c_str());
+  po::positional_options_description pos;
+  pos.add("spec", 1);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(desc).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    if (root) std::cerr << "icl-sweep run: " << e.what() << "\n";
+    return finish(kExitUsage);
+  }
+  if (vm.count("help")) {
+    if (root) std::cout << desc << "\n";
+    return finish(kExitOk);
+  }
+  const std::string spec_path = vm.count("spec") ? vm["spec"].as<std::string>() : default_spec();
+  std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (out.empty()) {
+    std::string stem = spec_path.substr(spec_path.find_last_of('/') + 1);
+    out = stem.substr(0, stem.rfind('.')) + ".h5";
+  }
+  std::vector<std::pair<std::string, std::vector<std::string>>> overrides;
+  for (const OptionDef& o : option_table())
+    if (vm.count(o.name)) overrides.push_back({o.name, vm[o.name].as<std::vector<std::string>>()});
+
+  sweep::Spec spec;
+  sweep::Grid grid;
+  std::vector<std::string> errors;
+  if (!read_spec(spec_path, overrides, &spec, &errors) || !sweep::expand(spec, &grid, &errors)) {
+    if (root)
+      for (const auto& e : errors) std::cerr << "icl-sweep run: " << e << "\n";
+    return finish(kExitUsage);
+  }
+  if (vm["dry-run"].as<bool>()) {
+    if (root) print_dry_run(spec, grid);
+    return finish(kExitOk);
+  }
+  const uint64_t hash = sweep::spec_hash(spec.text);
+  char hash_text[32];
+  std::snprintf(hash_text, sizeof hash_text, "%016llx", static_cast<unsigned long long>(hash));
+  const std::string dir = out + ".points";
+  const bool quiet = vm["quiet"].as<bool>();
+
+  // Prolog: rank 0 decides about the output and writes the plan.
+  int lock_fd = -1, code = 0;
+  const std::string started = utc_now();
+  io::Attributes attrs;
+  attrs.text = {{"spec_hash", hash_text}, {"spec_file", spec_path}, {"started_utc", started}};
+  attrs.integer = {{"rank_count", par::size()}};
+  if (root) {
+    code = prepare_output(out, vm["resume"].as<bool>(), vm["force"].as<bool>(), hash, &lock_fd);
+    if (code == 0) {
+      int done = 0, corrupt = 0;
+      const std::vector<Result> now = gather(grid, dir, hash, &done, &corrupt);
+      io::Attributes a = attrs;
+      a.text.push_back({"sweep_state", "running"});
+      try {
+        io::write_results_file(out, grid.points, now, spec.text, a, grid.replica);
+      } catch (const std::exception& e) {
+        std::cerr << "icl-sweep run: cannot write '" << out << "': " << e.what() << "\n";
+        code = 1;
+      }
+      if (!quiet && code == 0)
+        std::printf("icl-sweep: %zu points on %d rank%s, %d already done; results in %s\n", grid.points.size(), par::size(),
+                    par::size() > 1 ? "s" : "", done, out.c_str());
+      std::fflush(stdout);
+    }
+  }
+  code = par::max_int(code);
+  if (code != 0) return finish(code);
+
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int s : {SIGTERM, SIGUSR1, SIGINT}) ::sigaction(s, &sa, nullptr);
+
+  // Progress (rank 0, a thread that only counts shards: it never calls MPI).
+  std::atomic<bool> loop_over{false};
+  std::thread progress;
+  const double every = vm["progress"].as<double>();
+  if (root && !quiet && every > 0) {
+    progress = std::thread([&, every] {
+      const auto t0 = std::chrono::steady_clock::now();
+      const int at_start = count_shards(dir);
+      auto last = t0;
+      while (!loop_over.load()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        const auto now = std::chrono::steady_clock::now();
+        if (std::chrono::duration<double>(now - last).count() < every) continue;
+        last = now;
+        const int done = count_shards(dir);
+        const double secs = std::chrono::duration<double>(now - t0).count();
+        const double rate = (done - at_start) / secs;
+        const double left = static_cast<double>(grid.points.size()) - done;
+        std::printf("icl-sweep: %d/%zu points done, %.2f points/s, ETA %s\n", done, grid.points.size(), rate,
+                    rate > 0 ? (std::to_string(static_cast<long long>(left / rate)) + " s").c_str() : "unknown");
+        std::fflush(stdout);
+      }
+    });
+  }
+
+  // Loop: every rank takes the next point of the longest-first order.
+  int64_t trained = 0;
+  {
+    par::Counter counter;
+    while (!g_stop.load()) {
+      const int64_t k = counter.next();
+      if (k >= static_cast<int64_t>(grid.order.size())) break;
+      const int64_t i = grid.order[k];
+      const std::string path = shard_path(dir, i);
+      if (exists(path)) {
+        int64_t index;
+        Result r;
+        std::string why;
+        if (io::read_point_shard(path, hash, &index, &r, &why) && index == i) continue;
+      }
+      const Result r = train_point(grid.points[i], &g_stop);
+      if (r.status == Status::cancelled) break;
+      try {
+        io::write_point_shard(path, i, hash, r);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "icl-sweep: rank %d: cannot store point %lld: %s\n", par::rank(), static_cast<long long>(i), e.what());
+        g_stop.store(true);
+      }
+      ++trained;
+    }
+  }
+  const int stopped = par::max_int(g_stop.load() ? 1 : 0);
+  const int64_t trained_all = par::sum_int64(trained);
+  loop_over.store(true);
+  if (progress.joinable()) progress.join();
+
+  // Epilog: rank 0 merges the shards into OUT.h5.
+  if (root) {
+    int done = 0, corrupt = 0;
+    const std::vector<Result> results = gather(grid, dir, hash, &done, &corrupt);
+    const bool complete = done == static_cast<int>(grid.points.size());
+    io::Attributes a = attrs;
+    a.text.push_back({"sweep_state", complete ? "complete" : "incomplete"});
+    a.text.push_back({"ended_utc", utc_now()});
+    try {
+      io::write_results_file(out, grid.points, results, spec.text, a, grid.replica);
+    } catch (const std::exception& e) {
+      std::cerr << "icl-sweep run: cannot write '" << out << "': " << e.what() << "\n";
+      code = 1;
+    }
+    if (!quiet && complete && code == 0) print_summary(grid, results);
+    if (!quiet || !complete)
+      std::printf("icl-sweep: %d/%zu points done (%lld trained in this run)%s; wrote %s\n", done, grid.points.size(),
+                  static_cast<long long>(trained_all),
+                  complete ? "" : (stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
+                  out.c_str());
+    if (lock_fd >= 0) ::close(lock_fd);
+  }
+  return finish(par::max_int(code));
+}
+
+}  // namespace icl::cli
