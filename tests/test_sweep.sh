@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# The sweep under real mpiexec: bitwise-identical results on 1, 2 and 3 ranks; kill -9 of the whole job
+# at random moments, then --resume, equals an uninterrupted run; SIGUSR1 stops cleanly (exit 0,
+# resumable); spec errors exit 2 naming file:line and write nothing; outputs are never clobbered; a
+# spec change is refused on --resume; a diverging point is recorded and the sweep goes on.
+set -u
+bin=$1
+src=$2
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+dir=$(mktemp -d)
+cleanup() { pkill -9 -f "icl-sweep run .*$dir" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+mpi() { local n=$1; shift; mpiexec --oversubscribe -n "$n" "$@"; }
+py=""
+for p in /usr/bin/python3 python3; do
+  if "$p" -c "import h5py, numpy" 2>/dev/null; then py=$p; break; fi
+done
+[ -n "$py" ] || { echo "FAIL: no python3 with h5py and numpy"; exit 1; }
+compare() { "$py" "$src/compare_sweeps.py" "$1" "$2" && ok "$3" || fail "$3"; }
+state() { "$py" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['sweep_state'])" "$1"; }
+spec=$src/specs/sweep_small.ini
+
+# Spec errors: exit 2, file:line, nothing written.
+printf 'd = 3\nn = 10\nlayers = 1 -2\n' > "$dir/bad.ini"
+out=$(mpi 1 "$bin" run "$dir/bad.ini" -o "$dir/bad.h5" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "bad.ini:3: option 'layers' = '-2'" <<<"$out" && [ ! -e "$dir/bad.h5" ] && [ ! -e "$dir/bad.h5.points" ] \
+  && ok "spec error names file:line, exit 2, nothing written" || fail "spec error: rc $rc: $out"
+
+# 1, 2 and 3 ranks give the same bits.
+for n in 1 2 3; do
+  mpi $n "$bin" run "$spec" -o "$dir/r$n.h5" --quiet || fail "run on $n ranks"
+done
+[ "$(state "$dir/r1.h5")" = complete ] && ok "1-rank sweep complete" || fail "1-rank sweep not complete"
+compare "$dir/r1.h5" "$dir/r2.h5" "2 ranks == 1 rank, bit for bit"
+compare "$dir/r1.h5" "$dir/r3.h5" "3 ranks == 1 rank, bit for bit"
+
+# Never clobbered; a different spec is refused on --resume.
+before=$(md5sum < "$dir/r1.h5")
+out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "pass --resume" <<<"$out" && [ "$(md5sum < "$dir/r1.h5")" = "$before" ] && ok "existing output refused" || fail "existing output: rc $rc: $out"
+out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume --steps 100 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "different spec" <<<"$out" && ok "resume with another spec refused" || fail "resume with another spec: rc $rc: $out"
+out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qF "(0 trained in this run)" <<<"$out" && ok "resume of a complete sweep recomputes nothing" || fail "resume complete: $out"
+
+# kill -9 of the whole job at random moments, three times, then --resume to the end (a slower sweep,
+# so that the kills land mid-run; its reference is an uninterrupted run).
+slow=$src/specs/sweep_kill.ini
+mpi 2 "$bin" run "$slow" -o "$dir/ref.h5" --quiet || fail "reference run"
+interrupted=0
+for round in 1 2 3; do
+  setsid mpiexec --oversubscribe -n 2 "$bin" run "$slow" -o "$dir/k.h5" --resume --quiet >/dev/null 2>&1 &
+  pid=$!
+  sleep "$(awk -v s=$RANDOM 'BEGIN {srand(s); printf "%.2f", 0.8 + 2 * rand()}')"
+  if [ $round -eq 2 ]; then
+    out=$("$bin" status "$dir/k.h5" 2>&1) && grep -q "^done" <<<"$out" && ok "status while the sweep runs" || fail "status while running: $out"
+  fi
+  kill -9 -- -$pid 2>/dev/null
+  wait $pid 2>/dev/null
+  pkill -9 -f "icl-sweep run .*$dir/k.h5" 2>/dev/null
+  stored=$(ls "$dir/k.h5.points" 2>/dev/null | grep -c '\.bin$')
+  [ "$stored" -lt 16 ] && interrupted=$((interrupted + 1))
+  echo "  killed round $round with $stored of 16 points stored"
+done
+[ $interrupted -ge 1 ] && ok "kill -9 interrupted the sweep ($interrupted of 3 rounds mid-run)" || fail "no kill landed mid-run"
+mpi 2 "$bin" run "$slow" -o "$dir/k.h5" --resume --quiet || fail "final resume"
+[ "$(state "$dir/k.h5")" = complete ] && ok "killed sweep completes on --resume" || fail "killed sweep not complete"
+compare "$dir/ref.h5" "$dir/k.h5" "kill -9 x3 + resume == uninterrupted"
+
+# SIGUSR1 (what a scheduler sends before the walltime): exit 0, resumable.
+setsid mpiexec --oversubscribe -n 2 "$bin" run "$slow" -o "$dir/s.h5" --quiet > "$dir/s.log" 2>&1 &
+pid=$!
+sleep 2
+kill -USR1 $pid
+wait $pid; rc=$?
+if [ $rc -eq 0 ] && grep -qF "stopped by a signal" "$dir/s.log" && [ "$(state "$dir/s.h5")" = incomplete ]; then
+  ok "SIGUSR1: clean exit 0, $(grep -o '[0-9]*/16 points done' "$dir/s.log"), resumable"
+else
+  fail "SIGUSR1: rc $rc: $(cat "$dir/s.log")"
+fi
+mpi 2 "$bin" run "$slow" -o "$dir/s.h5" --resume --quiet || fail "resume after signal"
+compare "$dir/ref.h5" "$dir/s.h5" "signal + resume == uninterrupted"
+
+# A diverging point is data.
+mpi 1 "$bin" run "$src/specs/sweep_diverge.ini" -o "$dir/dv.h5" --quiet || fail "diverge sweep"
+st=$("$py" -c "import h5py,sys; print(' '.join(s.decode() if isinstance(s, bytes) else s for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/dv.h5")
+[ "$st" = "ok diverged" ] && ok "diverging point recorded, sweep went on ($st)" || fail "diverge statuses: $st"
+
+echo "sweep tests: $failures failed"
+exit $failures
