@@ -44,7 +44,15 @@ out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" 2>&1); rc=$?
 out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume --steps 100 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "different spec" <<<"$out" && ok "resume with another spec refused" || fail "resume with another spec: rc $rc: $out"
 out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume 2>&1); rc=$?
-[ $rc -eq 0 ] && grep -qF "(0 trained in this run)" <<<"$out" && ok "resume of a complete sweep recomputes nothing" || fail "resume complete: $out"
+[ $rc -eq 0 ] && grep -qF "(0 trained in this run" <<<"$out" && ok "resume of a complete sweep recomputes nothing" || fail "resume complete: $out"
+
+# A truncated OUT.h5 is detected; --resume recovers every finished point from the logs.
+cp -r "$dir/r1.h5.points" "$dir/c.h5.points"
+head -c 3000 "$dir/r1.h5" > "$dir/c.h5"
+out=$(mpi 1 "$bin" run "$spec" -o "$dir/c.h5" --resume 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qF "is unreadable" <<<"$out" && grep -qF "(0 trained in this run" <<<"$out" \
+  && ok "truncated output detected, all points recovered from the logs" || fail "truncated output: rc $rc: $out"
+compare "$dir/r1.h5" "$dir/c.h5" "recovered output == original"
 
 # kill -9 of the whole job at random moments, three times, then --resume to the end (a slower sweep,
 # so that the kills land mid-run; its reference is an uninterrupted run).
@@ -61,7 +69,8 @@ for round in 1 2 3; do
   kill -9 -- -$pid 2>/dev/null
   wait $pid 2>/dev/null
   pkill -9 -f "icl-sweep run .*$dir/k.h5" 2>/dev/null
-  stored=$(ls "$dir/k.h5.points" 2>/dev/null | grep -c '\.bin$')
+  stored=$("$bin" status "$dir/k.h5" 2>/dev/null | awk '/^done/ {print $2}')
+  stored=${stored:-0}
   [ "$stored" -lt 16 ] && interrupted=$((interrupted + 1))
   echo "  killed round $round with $stored of 16 points stored"
 done

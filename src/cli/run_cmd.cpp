@@ -2,10 +2,13 @@
 //   prolog:  parse and validate the spec (every rank, identically); decide about OUT.h5 (rank 0:
 //            refuse to clobber, check the spec of a resumed run, take the lock); write the plan.
 //   loop:    every rank takes the next point of the longest-first order from a shared counter, skips
-//            it if its shard is already on disk, trains it and stores its shard atomically.
-//   epilog:  rank 0 merges the shards into OUT.h5 (complete, or incomplete after a signal).
-// Durability: a point is durable once its shard is renamed into OUT.h5.points/ (seconds after it
-// finishes); kill -9 loses only the points in flight.  SIGTERM / SIGUSR1 / SIGINT stop handing out
+//            it if it finished in an earlier run (rank 0 read the logs and broadcast the set), trains it
+//            and appends it to its own log.
+//   epilog:  rank 0 merges the logs into OUT.h5 (complete, or incomplete after a signal).
+// Durability: a finished point is appended, as one self-checking record, to its rank's log in
+// OUT.h5.points/ at once, so kill -9 loses only the points in flight (a torn last record is detected and
+// recomputed); each rank fdatasyncs its log at most once a second and at the end, so a node crash loses
+// at most about a second of results.  SIGTERM / SIGUSR1 / SIGINT stop handing out
 // points, abandon the ones in flight at their next step, merge what is done and exit 0.
 #include <dirent.h>
 #include <fcntl.h>
@@ -26,7 +29,7 @@
 #include "icl/cli/spec_file.hpp"
 #include "icl/core/options.hpp"
 #include "icl/io/h5.hpp"
-#include "icl/io/point_file.hpp"
+#include "icl/io/point_log.hpp"
 #include "icl/io/results.hpp"
 #include "icl/parallel/parallel.hpp"
 #include "icl/sweep/grid.hpp"
@@ -51,18 +54,10 @@ std::string utc_now() {
   return buf;
 }
 
-std::string shard_path(const std::string& dir, int64_t index) { return dir + "/point_" + std::to_string(index) + ".bin"; }
-
-int count_shards(const std::string& dir) {
-  int n = 0;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".bin") == 0) ++n;
-    }
-    ::closedir(d);
-  }
-  return n;
+std::string log_path(const std::string& dir) {
+  char host[256] = "host";
+  ::gethostname(host, sizeof host - 1);
+  return dir + "/" + host + "-" + std::to_string(::getpid()) + ".log";
 }
 
 std::string default_spec() {
@@ -163,24 +158,20 @@ int prepare_output(const std::string& out, bool resume, bool force, uint64_t has
   return 0;
 }
 
-// Reads every valid shard; corrupt ones are reported (and recomputed on the next --resume).
-std::vector<Result> gather(const sweep::Grid& g, const std::string& dir, uint64_t hash, int* done, int* corrupt) {
+// The results so far from the logs (the first intact record of a point wins); problems are reported.
+std::vector<Result> gather(const sweep::Grid& g, const std::string& dir, uint64_t hash, int* done, bool report) {
   std::vector<Result> results(g.points.size(), pending_result());
-  *done = *corrupt = 0;
-  for (size_t i = 0; i < g.points.size(); ++i) {
-    const std::string path = shard_path(dir, static_cast<int64_t>(i));
-    if (!exists(path)) continue;
-    int64_t index = -1;
-    std::string why;
-    Result r;
-    if (io::read_point_shard(path, hash, &index, &r, &why) && index == static_cast<int64_t>(i)) {
-      results[i] = std::move(r);
+  std::vector<bool> have(g.points.size(), false);
+  io::LogScan scan = io::scan_point_logs(dir, hash);
+  *done = 0;
+  for (io::LoggedPoint& p : scan.points)
+    if (p.index >= 0 && p.index < static_cast<int64_t>(have.size()) && !have[p.index]) {
+      have[p.index] = true;
+      results[p.index] = std::move(p.result);
       ++*done;
-    } else {
-      std::fprintf(stderr, "icl-sweep: warning: %s\n", why.c_str());
-      ++*corrupt;
     }
-  }
+  if (report)
+    for (const std::string& w : scan.problems) std::fprintf(stderr, "icl-sweep: warning: %s: recomputed\n", w.c_str());
   return results;
 }
 
@@ -248,6 +239,7 @@ int run_main(int argc, char** argv) {
 
   // Prolog: rank 0 decides about the output and writes the plan.
   int lock_fd = -1, code = 0;
+  std::vector<uint8_t> finished(grid.points.size(), 0);   // points done in earlier runs
   const std::string started = utc_now();
   io::Attributes attrs;
   attrs.text = {{"spec_hash", hash_text}, {"spec_file", spec_path}, {"started_utc", started}};
@@ -255,8 +247,9 @@ int run_main(int argc, char** argv) {
   if (root) {
     code = prepare_output(out, vm["resume"].as<bool>(), vm["force"].as<bool>(), hash, &lock_fd);
     if (code == 0) {
-      int done = 0, corrupt = 0;
-      const std::vector<Result> now = gather(grid, dir, hash, &done, &corrupt);
+      int done = 0;
+      const std::vector<Result> now = gather(grid, dir, hash, &done, true);
+      for (size_t i = 0; i < now.size(); ++i) finished[i] = now[i].status != Status::pending;
       io::Attributes a = attrs;
       a.text.push_back({"sweep_state", "running"});
       try {
@@ -273,27 +266,30 @@ int run_main(int argc, char** argv) {
   }
   code = par::max_int(code);
   if (code != 0) return finish(code);
+  par::broadcast(finished);
 
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGTERM, SIGUSR1, SIGINT}) ::sigaction(s, &sa, nullptr);
 
-  // Progress (rank 0, a thread that only counts shards: it never calls MPI).
+  // Progress (rank 0, a thread that only reads the logs: it never calls MPI).
   std::atomic<bool> loop_over{false};
   std::thread progress;
   const double every = vm["progress"].as<double>();
   if (root && !quiet && every > 0) {
     progress = std::thread([&, every] {
       const auto t0 = std::chrono::steady_clock::now();
-      const int at_start = count_shards(dir);
+      int at_start = 0;
+      for (uint8_t f : finished) at_start += f;
       auto last = t0;
       while (!loop_over.load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         const auto now = std::chrono::steady_clock::now();
         if (std::chrono::duration<double>(now - last).count() < every) continue;
         last = now;
-        const int done = count_shards(dir);
+        int done = 0;
+        gather(grid, dir, hash, &done, false);
         const double secs = std::chrono::duration<double>(now - t0).count();
         const double rate = (done - at_start) / secs;
         const double left = static_cast<double>(grid.points.size()) - done;
@@ -306,39 +302,43 @@ int run_main(int argc, char** argv) {
 
   // Loop: every rank takes the next point of the longest-first order.
   int64_t trained = 0;
+  const auto loop_start = std::chrono::steady_clock::now();
   {
+    io::PointLog log(log_path(dir));
+    auto last_sync = std::chrono::steady_clock::now();
     par::Counter counter;
     while (!g_stop.load()) {
       const int64_t k = counter.next();
       if (k >= static_cast<int64_t>(grid.order.size())) break;
       const int64_t i = grid.order[k];
-      const std::string path = shard_path(dir, i);
-      if (exists(path)) {
-        int64_t index;
-        Result r;
-        std::string why;
-        if (io::read_point_shard(path, hash, &index, &r, &why) && index == i) continue;
-      }
+      if (finished[i]) continue;
       const Result r = train_point(grid.points[i], &g_stop);
       if (r.status == Status::cancelled) break;
       try {
-        io::write_point_shard(path, i, hash, r);
+        log.append(i, hash, r);
+        if (std::chrono::steady_clock::now() - last_sync > std::chrono::seconds(1)) {
+          log.sync();
+          last_sync = std::chrono::steady_clock::now();
+        }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "icl-sweep: rank %d: cannot store point %lld: %s\n", par::rank(), static_cast<long long>(i), e.what());
         g_stop.store(true);
       }
       ++trained;
     }
+    log.sync();
   }
+  par::barrier();
+  const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
   const int stopped = par::max_int(g_stop.load() ? 1 : 0);
   const int64_t trained_all = par::sum_int64(trained);
   loop_over.store(true);
   if (progress.joinable()) progress.join();
 
-  // Epilog: rank 0 merges the shards into OUT.h5.
+  // Epilog: rank 0 merges the logs into OUT.h5.
   if (root) {
-    int done = 0, corrupt = 0;
-    const std::vector<Result> results = gather(grid, dir, hash, &done, &corrupt);
+    int done = 0;
+    const std::vector<Result> results = gather(grid, dir, hash, &done, false);
     const bool complete = done == static_cast<int>(grid.points.size());
     io::Attributes a = attrs;
     a.text.push_back({"sweep_state", complete ? "complete" : "incomplete"});
@@ -351,8 +351,8 @@ int run_main(int argc, char** argv) {
     }
     if (!quiet && complete && code == 0) print_summary(grid, results);
     if (!quiet || !complete)
-      std::printf("icl-sweep: %d/%zu points done (%lld trained in this run)%s; wrote %s\n", done, grid.points.size(),
-                  static_cast<long long>(trained_all),
+      std::printf("icl-sweep: %d/%zu points done (%lld trained in this run, %.2f s, %.0f points/s)%s; wrote %s\n", done,
+                  grid.points.size(), static_cast<long long>(trained_all), loop_seconds, trained_all / std::max(loop_seconds, 1e-9),
                   complete ? "" : (stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
                   out.c_str());
     if (lock_fd >= 0) ::close(lock_fd);

@@ -1,5 +1,5 @@
-// icl-sweep status OUT.h5: progress of a sweep, also while it runs (the plan in OUT.h5 plus the shards
-// in OUT.h5.points/, each verified).  Exit 0 when readable, 2 when OUT.h5 and its shards are missing.
+// icl-sweep status OUT.h5: progress of a sweep, also while it runs (the plan in OUT.h5 plus the point
+// logs in OUT.h5.points/, every record verified).  Exit 0 when readable, 2 when OUT.h5 and its shards are missing.
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -11,7 +11,7 @@
 
 #include "icl/cli/cli.hpp"
 #include "icl/io/h5.hpp"
-#include "icl/io/point_file.hpp"
+#include "icl/io/point_log.hpp"
 
 namespace icl::cli {
 
@@ -39,26 +39,17 @@ int status_main(int argc, char** argv) {
   std::map<std::string, int> by_status;
   int corrupt = 0;
   double first = 1e300, last = 0;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (const dirent* e = ::readdir(d)) {
-      const std::string name = e->d_name;
-      if (name.size() < 5 || name.compare(name.size() - 4, 4, ".bin") != 0) continue;
-      const std::string path = dir + "/" + name;
-      int64_t index;
-      Result r;
-      std::string why;
-      if (!hash_text.empty() && io::read_point_shard(path, hash, &index, &r, &why)) {
-        ++by_status[status_name(r.status)];
-        struct stat st;
-        if (::stat(path.c_str(), &st) == 0) {
-          first = std::min(first, static_cast<double>(st.st_mtime));
-          last = std::max(last, static_cast<double>(st.st_mtime));
-        }
-      } else {
-        ++corrupt;
-      }
+  if (!hash_text.empty()) {
+    const io::LogScan scan = io::scan_point_logs(dir, hash);
+    std::vector<bool> seen(total > 0 ? total : 0, false);
+    for (const io::LoggedPoint& p : scan.points) {
+      if (p.index < 0 || p.index >= total || seen[p.index]) continue;
+      seen[p.index] = true;
+      ++by_status[status_name(p.result.status)];
+      first = std::min(first, p.finished_unix);
+      last = std::max(last, p.finished_unix);
     }
-    ::closedir(d);
+    corrupt = static_cast<int>(scan.problems.size());
   }
   int done = 0;
   for (const auto& [k, v] : by_status) done += v;
@@ -66,7 +57,7 @@ int status_main(int argc, char** argv) {
   std::printf("done        %d / %s points", done, total >= 0 ? std::to_string(total).c_str() : "?");
   for (const auto& [k, v] : by_status) std::printf("  %s %d", k.c_str(), v);
   std::printf("\n");
-  if (corrupt) std::printf("unreadable  %d shard(s): recomputed by the next run with --resume\n", corrupt);
+  if (corrupt) std::printf("unreadable  %d record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", corrupt);
   if (done >= 2 && total > done && last > first) {
     const double rate = (done - 1) / (last - first);
     std::printf("rate        %.3f points/s; ETA %.0f s if the sweep is running\n", rate, (total - done) / rate);

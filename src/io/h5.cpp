@@ -231,7 +231,13 @@ T single(std::vector<T> v, const File& f, const std::string& obj_path, const std
 hid_t open_file(const std::string& path, bool create, unsigned flags) {
   silence_hdf5();
   const std::string ctx = "file '" + path + "'";
-  if (create) return check(H5Fcreate(path.c_str(), flags, H5P_DEFAULT, H5P_DEFAULT), "H5Fcreate", ctx);
+  if (create) {
+    // The 1.8+ file format: compact and indexed link storage makes thousands of per-point groups cheap.
+    // Readable by HDF5 1.8 and later (h5py, pandas, MATLAB R2011+).
+    Object fapl = own(H5Pcreate(H5P_FILE_ACCESS), "H5Pcreate", ctx);
+    check(H5Pset_libver_bounds(static_cast<hid_t>(fapl.id()), H5F_LIBVER_V18, H5F_LIBVER_LATEST), "H5Pset_libver_bounds", ctx);
+    return check(H5Fcreate(path.c_str(), flags, H5P_DEFAULT, static_cast<hid_t>(fapl.id())), "H5Fcreate", ctx);
+  }
   return check(H5Fopen(path.c_str(), flags, H5P_DEFAULT), "H5Fopen", ctx);
 }
 

@@ -204,6 +204,7 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
           return results[i].curve_test_loss; }), {P, max_curve});
 
   for (size_t i = 0; i < P; ++i) {
+    if (results[i].theta.empty()) continue;   // pending: nothing learned yet
     const std::string g = "/weights/" + std::to_string(i);
     const uint64_t L = points[i].layers, H = points[i].heads, D = points[i].d + 1;
     write(f, g + "/theta", results[i].theta);

@@ -42,6 +42,13 @@ int64_t sum_int64(int64_t v) {
   return out;
 }
 
+void broadcast(std::vector<uint8_t>& bytes) {
+  uint64_t n = bytes.size();
+  MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  bytes.resize(n);
+  MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
 struct Counter::Impl {
   MPI_Win win = MPI_WIN_NULL;
   int64_t* base = nullptr;

@@ -3,6 +3,7 @@
 // a singleton MPI job of one rank.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace icl::par {
 
@@ -13,6 +14,7 @@ int size();
 void barrier();
 int max_int(int v);        // the largest v over all ranks (agreeing on an outcome)
 int64_t sum_int64(int64_t v);
+void broadcast(std::vector<uint8_t>& bytes);   // rank 0's bytes to every rank (sizes may differ before)
 
 // A shared counter on rank 0: next() returns 0, 1, 2, ... across all ranks, each value exactly once,
 // without rank 0 having to serve requests (one-sided MPI_Fetch_and_op): every rank, rank 0 included,
