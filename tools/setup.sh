@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # README command 1: from a fresh Debian machine, install what icl-sweep needs, build it, and run the
-# small default example (one grid point: 1 layer, d = 5, n = 20, against the closed-form optimum).
+# quickstart sweep (jobs/presets/quickstart.ini: depth x noise law x parameterisation) on every core
+# with mpirun; it ends with the summary table.  Results: results/quickstart.h5.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/deps.sh
 bash tools/build.sh
 mkdir -p results
-echo "icl-sweep: training the default example (theory: test loss d(d+1)/(n+d+1) = 1.1538)"
-./build/icl-sweep train --d 5 --n 20 --layers 1 --batch 4000 --steps 2500 --lr 0.01 --schedule cosine \
-  --init_scale 0.1 --eval_every 500 --eval_tasks 100000 -o results/example.h5 --force
+[ "$(id -u)" -eq 0 ] && export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mpirun -n "$(nproc)" ./build/icl-sweep run jobs/presets/quickstart.ini -o results/quickstart.h5 --force
