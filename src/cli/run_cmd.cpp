@@ -42,17 +42,7 @@ namespace {
 std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) { g_stop.store(true); }
 
-bool exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string utc_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
+using io::utc_now;
 
 std::string log_path(const std::string& dir) {
   char host[256] = "host";
@@ -62,7 +52,7 @@ std::string log_path(const std::string& dir) {
 
 std::string default_spec() {
   for (const std::string& p : {std::string("jobs/presets/quickstart.ini"), std::string(ICL_SOURCE_DIR) + "/jobs/presets/quickstart.ini"})
-    if (exists(p)) return p;
+    if (path_exists(p)) return p;
   return "jobs/presets/quickstart.ini";
 }
 
@@ -114,7 +104,7 @@ void print_summary(const sweep::Grid& g, const std::vector<Result>& results) {
 int prepare_output(const std::string& out, bool resume, bool force, uint64_t hash, int* lock_fd) {
   const std::string dir = out + ".points";
   const std::string parent = out.find('/') == std::string::npos ? "." : out.substr(0, out.rfind('/'));
-  if (!exists(parent.empty() ? "/" : parent)) {
+  if (!path_exists(parent.empty() ? "/" : parent)) {
     std::cerr << "icl-sweep run: option 'output' = '" << out << "': directory '" << parent << "' does not exist\n";
     return 2;
   }
@@ -124,7 +114,7 @@ int prepare_output(const std::string& out, bool resume, bool force, uint64_t has
               << out << ".lock is held)\n";
     return 2;
   }
-  const bool there = exists(out) || exists(dir);
+  const bool there = path_exists(out) || path_exists(dir);
   if (there && !resume && !force) {
     std::cerr << "icl-sweep run: option 'output' = '" << out
               << "': the sweep output exists; pass --resume to continue it or --force to start over\n";
@@ -138,7 +128,7 @@ int prepare_output(const std::string& out, bool resume, bool force, uint64_t has
       ::closedir(d);
     }
   }
-  if (resume && exists(out) && !force) {
+  if (resume && path_exists(out) && !force) {
     try {
       const io::File f = io::File::open_read(out);
       const std::string old = io::get_attr_string(f, "/", "spec_hash");

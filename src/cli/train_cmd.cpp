@@ -18,11 +18,6 @@ namespace po = boost::program_options;
 namespace icl::cli {
 namespace {
 
-bool file_exists(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0;
-}
-
 std::string parent_dir(const std::string& path) {
   const auto slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : (slash == 0 ? "/" : path.substr(0, slash));
@@ -42,6 +37,11 @@ void print_summary(const Point& p, const Result& r) {
 
 }  // namespace
 
+bool path_exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
 int train_main(int argc, char** argv) {
   po::options_description desc("icl-sweep train: train and evaluate one grid point\n\nOptions");
   desc.add_options()("help,h", "print this help")("output,o", po::value<std::string>(), "write the result to this HDF5 file")(
@@ -57,7 +57,7 @@ int train_main(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
     if (vm.count("config")) {
       const std::string cfg = vm["config"].as<std::string>();
-      if (!file_exists(cfg)) {
+      if (!path_exists(cfg)) {
         std::cerr << "icl-sweep train: option 'config' = '" << cfg << "': file does not exist\n";
         return kExitUsage;
       }
@@ -84,7 +84,7 @@ int train_main(int argc, char** argv) {
   std::string out;
   if (vm.count("output")) {
     out = vm["output"].as<std::string>();
-    if (file_exists(out) && !vm["force"].as<bool>())
+    if (path_exists(out) && !vm["force"].as<bool>())
       errors.push_back("option 'output' = '" + out + "': the file exists; pass --force to overwrite it");
     struct stat st;
     if (::stat(parent_dir(out).c_str(), &st) != 0 || !S_ISDIR(st.st_mode))

@@ -17,13 +17,6 @@ namespace {
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string utc_now() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 // rows x width, row-major, each row padded with `pad` (NaN for reals).
 template <class V, class F>
 std::vector<V> padded(size_t rows, size_t width, V pad, F row) {
@@ -216,6 +209,13 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
 }
 
 }  // namespace
+
+std::string utc_now() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
 
 void write_results_file(const std::string& path, const std::vector<Point>& points,
                         const std::vector<Result>& results, const std::string& spec_text,

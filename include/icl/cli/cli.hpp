@@ -1,6 +1,8 @@
 #pragma once
 // Subcommands of the icl-sweep executable.  Each returns the process exit code:
 // 0 success, 1 run-time failure (I/O), 2 bad input (nothing was written).
+#include <string>
+
 namespace icl::cli {
 
 int train_main(int argc, char** argv);   // icl-sweep train [options]
@@ -8,5 +10,7 @@ int run_main(int argc, char** argv);     // icl-sweep run [SPEC] -o OUT.h5 (unde
 int status_main(int argc, char** argv);  // icl-sweep status OUT.h5
 
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
+
+bool path_exists(const std::string& path);
 
 }  // namespace icl::cli

@@ -11,6 +11,9 @@ namespace icl::io {
 
 // Writes points/results to a new file at `path` (which must not exist), complete or not at all:
 // the data go to `path`.tmp.<pid> first and are renamed into place.  Throws H5Error on I/O failure.
+// The current time as ISO 8601 UTC, as stored in the files' *_utc attributes.
+std::string utc_now();
+
 // `extra` root attributes (sweep state, rank count, times, spec hash) are added as given.
 struct Attributes {
   std::vector<std::pair<std::string, std::string>> text;
