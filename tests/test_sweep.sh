@@ -54,6 +54,15 @@ out=$(mpi 1 "$bin" run "$spec" -o "$dir/c.h5" --resume 2>&1); rc=$?
   && ok "truncated output detected, all points recovered from the logs" || fail "truncated output: rc $rc: $out"
 compare "$dir/r1.h5" "$dir/c.h5" "recovered output == original"
 
+# Two runs on the same output at once: the second is refused, the first is unharmed.
+setsid mpiexec --oversubscribe -n 1 "$bin" run "$src/specs/sweep_kill.ini" -o "$dir/two.h5" --quiet >/dev/null 2>&1 &
+pid=$!
+sleep 1
+out=$(mpi 1 "$bin" run "$src/specs/sweep_kill.ini" -o "$dir/two.h5" --resume 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "another icl-sweep run is writing it" <<<"$out" && ok "a second run on the same output is refused" \
+  || fail "second concurrent run: rc $rc: $out"
+kill -USR1 $pid; wait $pid
+
 # kill -9 of the whole job at random moments, three times, then --resume to the end (a slower sweep,
 # so that the kills land mid-run; its reference is an uninterrupted run).
 slow=$src/specs/sweep_kill.ini

@@ -2,7 +2,8 @@
 # Installs the Debian packages icl-sweep needs (skips apt when they are all present).
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config git libeigen3-dev libhdf5-dev hdf5-tools libboost-program-options-dev
-      libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev python3 python3-numpy python3-h5py python3-matplotlib)
+      libgtest-dev libbenchmark-dev openmpi-bin libopenmpi-dev python3 python3-numpy python3-h5py python3-matplotlib
+      slurm-wlm munge)   # the last two: the job scripts' integration test runs a real local Slurm
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

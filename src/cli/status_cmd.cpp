@@ -37,12 +37,14 @@ int status_main(int argc, char** argv) {
   }
   const uint64_t hash = hash_text.empty() ? 0 : std::stoull(hash_text, nullptr, 16);
   std::map<std::string, int> by_status;
-  int corrupt = 0;
+  int corrupt = 0, records = 0, duplicates = 0;
   double first = 1e300, last = 0;
   if (!hash_text.empty()) {
     const io::LogScan scan = io::scan_point_logs(dir, hash);
     std::vector<bool> seen(total > 0 ? total : 0, false);
+    records = static_cast<int>(scan.points.size());
     for (const io::LoggedPoint& p : scan.points) {
+      if (p.index >= 0 && p.index < total && seen[p.index]) ++duplicates;
       if (p.index < 0 || p.index >= total || seen[p.index]) continue;
       seen[p.index] = true;
       ++by_status[status_name(p.result.status)];
@@ -57,6 +59,7 @@ int status_main(int argc, char** argv) {
   std::printf("done        %d / %s points", done, total >= 0 ? std::to_string(total).c_str() : "?");
   for (const auto& [k, v] : by_status) std::printf("  %s %d", k.c_str(), v);
   std::printf("\n");
+  std::printf("records     %d in the logs, %d duplicate%s\n", records, duplicates, duplicates == 1 ? "" : "s");
   if (corrupt) std::printf("unreadable  %d record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", corrupt);
   if (done >= 2 && total > done && last > first) {
     const double rate = (done - 1) / (last - first);
