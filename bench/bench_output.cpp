@@ -31,7 +31,7 @@ int main() {
         log.sync();
       }
     }
-    const double shard = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
+    const double record = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
     t0 = Clock::now();
     for (int i = 0; i < reps; ++i) {
       std::remove((dir + ".h5").c_str());
@@ -40,7 +40,7 @@ int main() {
     const double merge = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
     std::remove((dir + ".log").c_str());
     std::remove((dir + ".h5").c_str());
-    std::printf("output config=%d train_s=%.3f shard_ms=%.3f merge_ms=%.3f share=%.5f\n", config, r.seconds_train,
-                shard * 1e3, merge * 1e3, (shard + merge) / r.seconds_train);
+    std::printf("output config=%d train_s=%.3f record_ms=%.3f merge_ms=%.3f share=%.5f\n", config, r.seconds_train,
+                record * 1e3, merge * 1e3, (record + merge) / r.seconds_train);
   }
 }

@@ -1,5 +1,5 @@
 // icl-sweep status OUT.h5: progress of a sweep, also while it runs (the plan in OUT.h5 plus the point
-// logs in OUT.h5.points/, every record verified).  Exit 0 when readable, 2 when OUT.h5 and its shards are missing.
+// logs in OUT.h5.points/, every record verified).  Exit 0 when readable, 2 when OUT.h5 and its logs are missing.
 #include <dirent.h>
 #include <sys/stat.h>
 
