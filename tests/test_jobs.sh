@@ -13,8 +13,7 @@ trap 'pkill -9 -f "icl-sweep run .*$dir" 2>/dev/null; rm -rf "$dir"' EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
-py=""
-for p in /usr/bin/python3 python3; do "$p" -c "import h5py, numpy" 2>/dev/null && { py=$p; break; }; done
+py=$("$root/tools/find-python" h5py numpy) || { echo "FAIL: no Python with h5py and numpy"; exit 1; }
 
 # The generator refuses bad input with exit 2 and a message naming the option.
 for args in "--cluster lsf" "--cluster slurm --spec $dir/none.ini --out $dir/o.h5" \

@@ -20,8 +20,7 @@ trap cleanup EXIT
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
-py=""
-for p in /usr/bin/python3 python3; do "$p" -c "import h5py, numpy" 2>/dev/null && { py=$p; break; }; done
+py=$("$root/tools/find-python" h5py numpy) || { echo "FAIL: no Python with h5py and numpy"; exit 1; }
 
 eval "$(bash "$root/tools/slurm-local.sh" start)" || { echo "FAIL: could not start Slurm"; exit 1; }
 ok "Slurm running: $(sinfo -h -o '%D node, %c cpus, %t')"

@@ -14,11 +14,7 @@ failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
 mpi() { local n=$1; shift; mpiexec --oversubscribe -n "$n" "$@"; }
-py=""
-for p in /usr/bin/python3 python3; do
-  if "$p" -c "import h5py, numpy" 2>/dev/null; then py=$p; break; fi
-done
-[ -n "$py" ] || { echo "FAIL: no python3 with h5py and numpy"; exit 1; }
+py=$("$src/../tools/find-python" h5py numpy) || { echo "FAIL: no Python with h5py and numpy"; exit 1; }
 compare() { "$py" "$src/compare_sweeps.py" "$1" "$2" && ok "$3" || fail "$3"; }
 state() { "$py" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['sweep_state'])" "$1"; }
 spec=$src/specs/sweep_small.ini

@@ -3,7 +3,7 @@
 //   forward, loss, backward  ->  reduce gradients  ->  clip  ->  optimiser step at lr_at(step)
 //   and every eval_every steps an evaluation on a fixed, seeded set of eval_tasks tasks.
 // Divergence: a non-finite training loss or gradient stops the point at once; an evaluation loss above
-// kDivergeFactor times the evaluation loss at initialisation stops it at that evaluation.  A single
+// p.diverge_factor times the evaluation loss at initialisation stops it at that evaluation.  A single
 // batch's loss spike is not divergence: deep linear attention under Adam has spikes it recovers from.
 #include "icl/core/train.hpp"
 
@@ -21,8 +21,6 @@
 
 namespace icl {
 namespace {
-
-constexpr double kDivergeFactor = 1e4;
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
@@ -101,7 +99,8 @@ Result train_typed(const Point& p, const std::atomic<bool>* cancel) {
       steps_since_eval = 0;
       r.seconds_eval += seconds_since(t_eval);
       const double eval_loss = layer_loss[p.layers - 1];
-      if (!std::isfinite(eval_loss) || eval_loss > kDivergeFactor * std::max(initial_eval_loss, 1e-12)) {
+      if (!std::isfinite(eval_loss) ||
+          (p.diverge_factor > 0 && eval_loss > p.diverge_factor * std::max(initial_eval_loss, 1e-12))) {
         r.status = Status::diverged;
         r.message = "evaluation loss " + std::to_string(eval_loss) + " at step " + std::to_string(s + 1) +
                     " (at initialisation " + std::to_string(initial_eval_loss) + ")";

@@ -57,6 +57,7 @@ struct Point {
   double init_scale = 0.05;           // normal: std s; vs_truncated: variance scale init_scale / layers
   int eval_tasks = 10000;
   int eval_every = 100;
+  double diverge_factor = 1e4;       // an evaluation loss above this x the initial one is divergence (0 = off)
   uint64_t seed = 0;
   Precision precision = Precision::f32;
   // analysis (science.md sections 4-5)

@@ -1,0 +1,109 @@
+"""Checks of icl-report's outputs and of the loader, called by tests/test_report.sh.
+
+    test_report.py outputs DIR H5 [figure ...]   PNGs well-formed, CSV columns and rows, HTML links resolve
+    test_report.py loader H5                      load() / open_sweep() agree with the file; --best, summary
+"""
+import csv
+import os
+import re
+import struct
+import sys
+
+import h5py
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "python"))
+import icl_sweep  # noqa: E402
+from icl_sweep.groups import View  # noqa: E402
+
+failures = []
+
+
+def check(condition, what):
+    print(("ok: " if condition else "FAIL: ") + what)
+    if not condition:
+        failures.append(what)
+
+
+def png_size(path):
+    """(width, height) from a PNG's IHDR chunk, None if the file is not a PNG."""
+    with open(path, "rb") as f:
+        head = f.read(24)
+    if len(head) < 24 or head[:8] != b"\x89PNG\r\n\x1a\n" or head[12:16] != b"IHDR":
+        return None
+    return struct.unpack(">II", head[16:24])
+
+
+def outputs(outdir, h5, expected):
+    names = sorted(n for n in os.listdir(outdir) if n.endswith(".png"))
+    check(len(names) > 0, f"{len(names)} PNG figures")
+    for name in expected:
+        check(name in names, f"expected figure {name}")
+    for name in names:
+        size = png_size(os.path.join(outdir, name))
+        check(size is not None and size[0] >= 400 and size[1] >= 300 and
+              os.path.getsize(os.path.join(outdir, name)) > 5000, f"{name} is a PNG of {size} pixels")
+    with h5py.File(h5, "r") as f:
+        n_points = f.attrs["n_points"]
+        metrics = sorted(f["metrics"].keys())
+        options = sorted(k for k in f["points"].keys())
+        test_loss = f["metrics/test_loss"][:]
+    with open(os.path.join(outdir, "points.csv")) as f:
+        rows = list(csv.reader(f))
+    header = rows[0]
+    check(set(["point"] + options + metrics) <= set(header) and len(header) == 1 + len(options) + len(metrics),
+          f"points.csv has point, every option ({len(options)}) and metric ({len(metrics)}) as columns")
+    check(len(rows) - 1 == n_points, f"points.csv has one row per point ({len(rows) - 1} of {n_points})")
+    column = header.index("test_loss")
+    stored = np.array([float(r[column]) if r[column] else np.nan for r in rows[1:]])
+    check(np.allclose(stored, test_loss, rtol=0, atol=0, equal_nan=True), "points.csv test_loss equals the file's, bit for bit")
+    with open(os.path.join(outdir, "summary.csv")) as f:
+        summary = list(csv.reader(f))
+    check("test_loss mean" in summary[0] and "replicas" in summary[0] and len(summary) >= 2,
+          f"summary.csv has conditions x (mean, sd) columns ({len(summary) - 1} conditions)")
+    page = open(os.path.join(outdir, "index.html")).read()
+    links = set(re.findall(r"(?:href|src)='([^'#]+)'", page))
+    missing = [l for l in links if not os.path.isfile(os.path.join(outdir, l))]
+    check(not missing and len(links) >= len(names) + 2, f"index.html: {len(links)} links, all resolve {missing}")
+    linked = {l for l in links if l.endswith(".png")}
+    check(linked == set(names), "index.html shows every figure")
+    check("http://" not in page and "https://" not in page, "index.html needs no network")
+
+
+def loader(h5):
+    table = icl_sweep.load(h5, frame=False)
+    with h5py.File(h5, "r") as f:
+        size = f.attrs["n_points"]
+        same = all(np.array_equal(table[k], f["metrics"][k][:], equal_nan=True) for k in f["metrics"])
+        strings = all(table[k].dtype.kind == "U" for k in f["points"] if f["points"][k].dtype.kind == "O")
+    check(all(len(v) == size for v in table.values()), f"load(frame=False): {len(table)} columns of {size} rows")
+    check(same, "load(): metrics equal the file's")
+    check(strings, "load(): text columns are str, not bytes")
+    try:
+        import pandas  # noqa: F401
+        frame = icl_sweep.load(h5)
+        check(frame.shape == (size, len(table)), f"load(): DataFrame {frame.shape}")
+    except ImportError:
+        check(isinstance(icl_sweep.load(h5), dict), "load() without pandas: a dict")
+    sweep = icl_sweep.open_sweep(h5)
+    check(sweep.varied()[:4] == ["layers", "noise", "param", "optimizer"], f"varied options in grid order: {sweep.varied()}")
+    # --best lr: per (layers, noise, param, optimizer) the kept rate is the one with the lowest mean loss.
+    view = View(sweep, ["lr"])
+    pts, loss = sweep.points, sweep.metrics["test_loss"]
+    good = True
+    for key, idx in view.groups(view.axes).items():
+        kept = set(pts["lr"][idx])
+        same = np.flatnonzero(sweep.ok() & np.all([pts[a] == v for a, v in zip(view.axes, key)], axis=0))
+        means = {lr: np.mean(loss[same[pts["lr"][same] == lr]]) for lr in set(pts["lr"][same])}
+        good &= len(kept) == 1 and kept.pop() == min(means, key=means.get)
+    check(good and "lr" not in view.axes, "--best lr keeps the rate with the lowest mean test loss per condition")
+    best = View(sweep, ["replica"])
+    check(all(len(v) == 1 for v in best.groups(best.axes).values()), "--best replica keeps one point per condition")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "outputs":
+        outputs(sys.argv[2], sys.argv[3], sys.argv[4:])
+    else:
+        loader(sys.argv[2])
+    sys.exit(1 if failures else 0)

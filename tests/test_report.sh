@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# icl-report end to end: the smallest paper preset (jobs/presets/reduced/vo23_fig2.ini) and a tiny sweep that
+# varies everything a figure is chosen by (tests/specs/report_small.ini), each through `icl-sweep run` under
+# mpiexec and `tools/icl-report`; checks PNGs, CSV columns, HTML links (tests/test_report.py), the loader,
+# and that bad arguments exit 2 naming the option and write nothing.
+set -u
+bin=$1
+src=$2
+root=$src/..
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+py=$("$root/tools/find-python" numpy h5py matplotlib) || { echo "FAIL: no Python with numpy, h5py, matplotlib"; exit 1; }
+report() { "$root/tools/icl-report" "$@"; }
+
+# The smallest preset, as a user runs it.
+mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/vo23_fig2.ini" -o "$dir/vo23.h5" --quiet \
+  && ok "reduced vo23_fig2 preset ran" || fail "reduced vo23_fig2 preset"
+out=$(report "$dir/vo23.h5" -o "$dir/vo23_report" --half 2>&1) && ok "icl-report on it" || fail "icl-report: $out"
+grep -q "test_loss (1/2 MSE)" <<<"$out" && ok "terminal summary in 1/2 MSE" || fail "terminal summary: $out"
+"$py" "$src/test_report.py" outputs "$dir/vo23_report" "$dir/vo23.h5" loss_curves.png weights_1.png ood_alpha.png \
+  || failures=$((failures + 1))
+
+# Every kind of figure and table.
+mpiexec --oversubscribe -n 2 "$bin" run "$src/specs/report_small.ini" -o "$dir/small.h5" --quiet \
+  && ok "report_small sweep ran" || fail "report_small sweep"
+out=$(report "$dir/small.h5" -o "$dir/small_report" --best lr --table layers noise \
+      --metric test_loss adjusted_tf 2>&1) && ok "icl-report --best lr --table" || fail "icl-report: $out"
+grep -q "Robust condition number ratio SGD / Adam" <<<"$out" && ok "landscape ratio table printed" \
+  || fail "no ratio table: $out"
+grep -q "adjusted_tf (MSE): layers x noise; param=sparse_a, optimizer=adam" <<<"$out" && ok "pivot table per condition" \
+  || fail "no pivot table: $out"
+"$py" "$src/test_report.py" outputs "$dir/small_report" "$dir/small.h5" loss_vs_layers.png layer_readouts.png \
+  loss_vs_noise_level.png noise_profile_by_depth.png loss_curves.png alignment.png ood_alpha.png ood_context.png \
+  preconditioners.png v24_scalars.png weights_1.png landscape_gradient_noise.png landscape_condition_number.png \
+  landscape_smoothness.png || failures=$((failures + 1))
+[ -f "$dir/small_report/landscape_ratio.csv" ] && [ -f "$dir/small_report/table_adjusted_tf_param-full_optimizer-sgd.csv" ] \
+  && ok "table CSVs written" || fail "table CSVs: $(ls "$dir/small_report")"
+"$py" "$src/test_report.py" loader "$dir/small.h5" || failures=$((failures + 1))
+
+# Bad arguments: exit 2, the option, the value and the rule; nothing written.
+expect2() {
+  local what=$1 pattern=$2; shift 2
+  local o rc
+  o=$(report "$@" -o "$dir/bad_report" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -qF "$pattern" <<<"$o" && [ ! -e "$dir/bad_report" ] && ok "$what: exit 2" \
+    || fail "$what: rc $rc: $o"
+}
+expect2 "missing file" "option 'file' = '$dir/none.h5': no such file" "$dir/none.h5"
+echo "not hdf5" > "$dir/text.h5"
+expect2 "not a results file" "not a readable icl-sweep results file" "$dir/text.h5"
+expect2 "unknown --best" "option '--best' = 'colour': must be an option of the file or 'replica'" "$dir/small.h5" --best colour
+expect2 "unknown --metric" "option '--metric' = 'loss_magic': must be a metric of the file" "$dir/small.h5" --table layers noise --metric loss_magic
+expect2 "unknown --table" "option '--table' = 'depth': must be an option of the file" "$dir/small.h5" --table depth noise
+
+[ $failures -eq 0 ] && echo "all report checks passed" || echo "$failures report check(s) failed"
+[ $failures -eq 0 ]

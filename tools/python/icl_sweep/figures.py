@@ -1,0 +1,301 @@
+"""Loss figures: loss against the varied numeric axes with every baseline, per noise level, per layer
+readout, training curves, alignment with GD / GD++, out-of-distribution inputs and contexts."""
+import numpy as np
+
+from . import plot
+from .groups import label, sort_key
+
+# Numeric options that make a meaningful x axis, in order of preference.
+X_AXES = ("layers", "n", "d", "heads", "steps", "batch", "lr", "init_scale", "ridge_lambda", "refresh")
+
+
+def _panel_title(r, axes, key):
+    return label(axes, key) if axes else r.sweep_name
+
+
+def _by_panel_and_line(r, x=None):
+    """{panel key: {line key: point indices}} with the facet axes for x."""
+    panel_axes, line_axes = r.view.facets(x)
+    out = {}
+    for key, idx in r.view.groups(panel_axes + line_axes).items():
+        out.setdefault(key[:len(panel_axes)], {})[key[len(panel_axes):]] = idx
+    return panel_axes, line_axes, out
+
+
+def _rows_over(r, idx, x, values):
+    """Values of the points idx arranged as (replica rows, x columns), NaN where missing."""
+    xs = sorted(set(r.sweep.points[x][idx]), key=sort_key)
+    columns = [values[idx[r.sweep.points[x][idx] == v]] for v in xs]
+    depth = max(len(c) for c in columns)
+    rows = np.full((depth, len(xs)), np.nan)
+    for j, c in enumerate(columns):
+        rows[:len(c), j] = c
+    return np.array(xs, dtype=float), rows
+
+
+def loss_vs_axis(r):
+    """Test loss against each numeric varied option, every baseline as a line."""
+    metrics = r.sweep.metrics
+    for x in [a for a in X_AXES if a in r.view.axes]:
+        panel_axes, line_axes, by_panel = _by_panel_and_line(r, x)
+        fig, axes = plot.panels(len(by_panel))
+        skipped = set()
+        for ax, (pkey, lines) in zip(axes, by_panel.items()):
+            every = np.concatenate(list(lines.values()))
+            floor = plot.EXACT * r.scale(np.nanmin(metrics["test_loss"][every]))
+            for key, name, _, _ in plot.BASELINES:
+                if f"loss_{key}" not in metrics or (key == "pgd" and _same(metrics["loss_pgd"], metrics["loss_gd"], every)):
+                    continue
+                xs, rows = _rows_over(r, every, x, r.scale(metrics[f"loss_{key}"]))
+                if not plot.baseline_line(ax, xs, np.nanmean(rows, axis=0), key, floor):
+                    skipped.add(name)
+            for i, (lkey, idx) in enumerate(lines.items()):
+                xs, rows = _rows_over(r, idx, x, r.scale(metrics["test_loss"]))
+                plot.band(ax, xs, rows, "trained: " + label(line_axes, lkey), **plot.model_style(i))
+            ax.set_xlabel(x)
+            if r.sweep.points[x].dtype.kind in "iu":
+                plot.integer_ticks(ax)
+            ax.set_ylabel(f"test loss ({r.scale.name})")
+            ax.set_title(_panel_title(r, panel_axes, pkey), fontsize=9)
+            plot.log_if_positive(ax)
+            ax.grid(alpha=0.3)
+        note = (f" Not drawn, more than {1 / plot.EXACT:g}x below the best trained model (exact or nearly, "
+                f"e.g. on noiseless tasks): {', '.join(sorted(skipped))}." if skipped else "")
+        r.figure(plot.save(fig, r.outdir, f"loss_vs_{x}.png", f"Test loss against {x}"),
+                 f"Test loss against {x}",
+                 f"Trained models (solid, mean over replicas, band min-max) and every baseline on the same "
+                 f"evaluation tasks (dashed; GD and GD++ take K = L steps). {r.scale.note}{note}", "losses")
+
+
+def _same(a, b, idx):
+    return np.allclose(a[idx], b[idx], rtol=1e-4, equal_nan=True)  # e.g. Sigma = I / 12: same method
+
+
+def _training_range(ax, noise):
+    """Shade or mark the noise levels seen in training."""
+    kind, _, arg = noise.partition(":")
+    if kind == "uniform":
+        ax.axvspan(0, float(arg), color="#dddddd", alpha=0.6, label="training range")
+    elif kind in ("fixed", "set"):
+        for s in arg.split(","):
+            ax.axvline(float(s), color="#aaaaaa", linewidth=4, alpha=0.6)
+    else:
+        ax.axvline(0, color="#aaaaaa", linewidth=4, alpha=0.6)
+
+
+NOISE_METHODS = ("gd", "gdpp", "const_rr", "ada_rr", "tuned_rr", "oracle_ridge", "bayes")
+
+
+def loss_vs_noise(r):
+    """[V24] Fig. 2: loss per noise level sigma, in and out of the training range."""
+    if "noise_sigma" not in r.sweep.analysis_names or not _has_noise(r):
+        return
+    sigma = r.sweep.analysis("noise_sigma")
+    layers = r.sweep.points["layers"]
+    panel_axes, line_axes, by_panel = _by_panel_and_line(r, x="layers")
+    fig, axes = plot.panels(len(by_panel))
+    for ax, (pkey, lines) in zip(axes, by_panel.items()):
+        every = np.concatenate(list(lines.values()))
+        deepest = layers[every].max()
+        deep = every[layers[every] == deepest]
+        noise = str(r.sweep.points["noise"][every[0]])
+        _training_range(ax, noise)
+        for key in NOISE_METHODS:
+            plot.baseline_line(ax, sigma[deep[0]], np.nanmean(r.scale(r.sweep.analysis(f"noise_loss_{key}")[deep]), axis=0), key)
+        for i, (lkey, idx) in enumerate(lines.items()):
+            idx = idx[layers[idx] == deepest]
+            if len(idx):
+                plot.band(ax, sigma[idx[0]], r.scale(r.sweep.analysis("noise_loss_tf")[idx]),
+                          "trained: " + label(line_axes, lkey) if line_axes else "trained",
+                          **plot.model_style(i))
+        ax.set_xlabel("noise level sigma of the evaluation tasks")
+        ax.set_ylabel(f"loss ({r.scale.name})")
+        ax.set_title(f"{_panel_title(r, panel_axes, pkey)}; L = {deepest}", fontsize=9)
+        plot.log_if_positive(ax)
+        ax.grid(alpha=0.3)
+    r.figure(plot.save(fig, r.outdir, "loss_vs_noise_level.png", "Loss per noise level ([V24] Fig. 2)"),
+             "Loss per noise level",
+             "Each method on 1,000 tasks per noise level sigma (grey: the training law's range or values); "
+             f"trained models at the deepest L of each panel, mean over replicas. {r.scale.note}", "noise")
+    if "layers" in r.view.axes:
+        _noise_profile_by_depth(r, sigma)
+
+
+def _noise_profile_by_depth(r, sigma):
+    """[V24] Fig. 2 (bottom): the per-variance profile of each depth."""
+    layers = r.sweep.points["layers"]
+    rest = [a for a in r.view.axes if a != "layers"]
+    groups = r.view.groups(rest)
+    groups = {k: v for k, v in groups.items() if _noisy(r.sweep.points["noise"][v[0]])}
+    if not groups:
+        return
+    fig, axes = plot.panels(len(groups), columns=4)
+    depths = sorted(set(layers[r.view.mask]))
+    for ax, (key, idx) in zip(axes, groups.items()):
+        _training_range(ax, str(r.sweep.points["noise"][idx[0]]))
+        plot.baseline_line(ax, sigma[idx[0]], np.nanmean(r.scale(r.sweep.analysis("noise_loss_bayes")[idx]), axis=0), "bayes")
+        cmap = plot.plt.get_cmap("viridis")
+        for j, depth in enumerate(depths):
+            at = idx[layers[idx] == depth]
+            if len(at):
+                plot.band(ax, sigma[at[0]], r.scale(r.sweep.analysis("noise_loss_tf")[at]), f"L = {depth}",
+                          color=cmap(j / max(1, len(depths) - 1)), linewidth=1.4)
+        ax.set_xlabel("noise level sigma")
+        ax.set_ylabel(f"loss ({r.scale.name})")
+        ax.set_title(label(rest, key), fontsize=9)
+        plot.log_if_positive(ax)
+        ax.grid(alpha=0.3)
+    r.figure(plot.save(fig, r.outdir, "noise_profile_by_depth.png", "Per-variance profile by depth ([V24] Fig. 2, bottom)"),
+             "Per-variance profile by depth",
+             f"Trained models of every depth L per noise level (grey: training range), the Bayes-optimal "
+             f"predictor dashed. {r.scale.note}", "noise")
+
+
+def _noisy(noise):
+    return not str(noise).startswith("none")
+
+
+def _has_noise(r):
+    return any(_noisy(v) for v in r.sweep.points["noise"][r.view.mask])
+
+
+def layer_readouts(r):
+    """Per-layer readout losses of the deepest models beside K-step GD, preconditioned GD and GD++."""
+    layers = r.sweep.points["layers"]
+    if layers[r.view.mask].max() < 2:
+        return
+    panel_axes, line_axes, by_panel = _by_panel_and_line(r, x="layers")
+    fig, axes = plot.panels(len(by_panel))
+    for ax, (pkey, lines) in zip(axes, by_panel.items()):
+        every = np.concatenate(list(lines.values()))
+        deepest = layers[every].max()
+        deep = every[layers[every] == deepest]
+        ks = np.arange(1, deepest + 1)
+        for key in ("gd", "pgd", "gdpp"):
+            series = r.sweep.analysis(f"layer_loss_{key}")
+            if series.shape[1] and not (key == "pgd" and _same(series, r.sweep.analysis("layer_loss_gd"), deep)):
+                plot.baseline_line(ax, ks, np.nanmean(r.scale(series[deep][:, :deepest]), axis=0), key)
+        for i, (lkey, idx) in enumerate(lines.items()):
+            idx = idx[layers[idx] == deepest]
+            if len(idx):
+                plot.band(ax, ks, r.scale(r.sweep.layer_loss[idx][:, :deepest]),
+                          "trained: " + label(line_axes, lkey) if line_axes else "trained", **plot.model_style(i))
+        ax.set_xlabel("readout after layer l / K steps of the algorithm")
+        ax.set_ylabel(f"loss ({r.scale.name})")
+        ax.set_title(f"{_panel_title(r, panel_axes, pkey)}; L = {deepest}", fontsize=9)
+        ax.set_xticks(ks)
+        plot.log_if_positive(ax)
+        ax.grid(alpha=0.3)
+    r.figure(plot.save(fig, r.outdir, "layer_readouts.png", "Per-layer readout loss"), "Per-layer readout loss",
+             "Loss of the readout after each layer of the deepest trained models (solid) against K steps of "
+             f"GD, preconditioned GD and GD++, each tuned for its K (dashed). {r.scale.note}", "layers")
+
+
+def loss_curves(r):
+    """Test loss over training; optimizers in one panel when they vary ([A24] Adam vs SGD)."""
+    steps = r.sweep.curves["step"]
+    panel_axes, line_axes = r.view.facets()
+    if "layers" in line_axes:
+        line_axes.remove("layers")
+        panel_axes.append("layers")
+    if "optimizer" in line_axes:
+        line_axes.insert(0, line_axes.pop(line_axes.index("optimizer")))
+    groups = r.view.groups(panel_axes + line_axes)
+    by_panel = {}
+    for key, idx in groups.items():
+        by_panel.setdefault(key[:len(panel_axes)], {})[key[len(panel_axes):]] = idx
+    if len(by_panel) > 16 and "layers" in panel_axes:
+        j = panel_axes.index("layers")
+        ends = {min(k[j] for k in by_panel), max(k[j] for k in by_panel)}
+        by_panel = {k: v for k, v in by_panel.items() if k[j] in ends}
+    fig, axes = plot.panels(len(by_panel), columns=4 if len(by_panel) > 6 else 3)
+    for ax, (pkey, lines) in zip(axes, by_panel.items()):
+        every = np.concatenate(list(lines.values()))
+        optimizers = sorted({k[0] for k in lines}) if line_axes[:1] == ["optimizer"] else None
+        for i, (lkey, idx) in enumerate(lines.items()):
+            x = steps[idx[0]]
+            ok = x >= 0
+            style = plot.model_style(i)
+            style.update(marker=None)
+            if optimizers:
+                style["linestyle"] = ("-", "--", ":", "-.")[optimizers.index(lkey[0]) % 4]
+            plot.band(ax, x[ok], r.scale(r.sweep.curves["test_loss"][idx][:, ok]),
+                      label(line_axes, lkey) if line_axes else "trained", **style)
+        if len(set(r.sweep.points["layers"][every])) == 1:
+            plot.baseline_line(ax, [0, steps[every].max()], [r.scale(np.nanmean(r.sweep.metrics["loss_gd"][every]))] * 2, "gd")
+        ax.set_xlabel("training step")
+        ax.set_ylabel(f"test loss ({r.scale.name})")
+        ax.set_title(_panel_title(r, panel_axes, pkey), fontsize=9)
+        plot.log_if_positive(ax)
+        ax.grid(alpha=0.3)
+    r.figure(plot.save(fig, r.outdir, "loss_curves.png", "Test loss during training"), "Test loss during training",
+             "Loss on the fixed evaluation set at every evaluation (mean over replicas, band min-max); dashed "
+             f"red: L-step GD with a tuned rate. {r.scale.note}", "training")
+
+
+ALIGN = (("abs", "mean |yhat_TF - yhat_ref|"), ("cos", "cosine of sensitivities d yhat / d x_q"),
+         ("l2", "L2 distance of sensitivities"))
+
+
+def alignment(r):
+    """[VO23]: how closely the trained model's predictions and sensitivities follow GD and GD++."""
+    metrics = r.sweep.metrics
+    if "align_gd_cos" not in metrics or not np.isfinite(metrics["align_gd_cos"][r.view.mask]).any():
+        return
+    x = "layers"
+    groups = r.view.groups([a for a in r.view.axes if a != x])
+    groups = dict(list(groups.items())[:10])
+    rest = [a for a in r.view.axes if a != x]
+    fig, axes = plot.panels(len(ALIGN))
+    for ax, (what, name) in zip(axes, ALIGN):
+        for i, (key, idx) in enumerate(groups.items()):
+            for ref, dash in (("gd", "-"), ("gdpp", "--")):
+                xs, rows = _rows_over(r, idx, x, metrics[f"align_{ref}_{what}"])
+                style = plot.model_style(i)
+                style["linestyle"] = dash
+                plot.band(ax, xs, rows, f"{'GD' if ref == 'gd' else 'GD++'}: {label(rest, key)}", **style)
+        ax.set_xlabel("layers L (reference: L steps)")
+        plot.integer_ticks(ax)
+        ax.set_ylabel(name)
+        ax.set_title(name, fontsize=9)
+        if what != "cos":
+            plot.log_if_positive(ax)
+        ax.grid(alpha=0.3)
+    r.figure(plot.save(fig, r.outdir, "alignment.png", "Alignment with GD and GD++ ([VO23])"),
+             "Alignment with GD and GD++",
+             "Trained transformer against L steps of GD (solid) and GD++ (dashed) on the evaluation tasks: "
+             "prediction difference, cosine and L2 distance of the sensitivities d yhat / d x_query (1 = "
+             "identical direction), mean over replicas.", "alignment")
+
+
+def out_of_distribution(r):
+    """Input scale alpha and context length M outside training, for the model, GD and GD++."""
+    for axis, xname, title in (("ood_alpha", "input scale alpha (x -> alpha x)", "Input scale"),
+                               ("ood_context", "context length M", "Context length")):
+        if axis not in r.sweep.analysis_names:
+            continue
+        groups = r.view.groups(r.view.axes)
+        layers = r.sweep.points["layers"]
+        deepest = layers[r.view.mask].max()
+        groups = {k: v for k, v in groups.items() if layers[v[0]] == deepest}
+        if not groups:
+            continue
+        groups = dict(list(groups.items())[:9])
+        fig, axes = plot.panels(len(groups))
+        for ax, (key, idx) in zip(axes, groups.items()):
+            xs = r.sweep.analysis(axis)[idx[0]]
+            for ref in ("gd", "gdpp"):
+                plot.baseline_line(ax, xs, np.nanmean(r.scale(r.sweep.analysis(f"{axis}_loss_{ref}")[idx]), axis=0), ref)
+            plot.band(ax, xs, r.scale(r.sweep.analysis(f"{axis}_loss_tf")[idx]), "trained", **plot.model_style(0))
+            ax.axvline(r.sweep.points["n"][idx[0]] if axis == "ood_context" else 1, color="#aaaaaa", linewidth=4,
+                       alpha=0.5, label="training value")
+            ax.set_xlabel(xname)
+            ax.set_ylabel(f"loss ({r.scale.name})")
+            ax.set_title(label(r.view.axes, key) if r.view.axes else r.sweep_name, fontsize=9)
+            ax.set_xscale("log", base=2)
+            plot.log_if_positive(ax)
+            ax.grid(alpha=0.3)
+        r.figure(plot.save(fig, r.outdir, f"{axis}.png", f"Out of distribution: {title.lower()}"),
+                 f"Out of distribution: {title.lower()}",
+                 f"The deepest trained models (L = {deepest}) against L-step GD and GD++ away from the training "
+                 f"value (grey), mean over replicas. {r.scale.note}", "ood")

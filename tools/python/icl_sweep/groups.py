@@ -1,0 +1,107 @@
+"""Conditions of a sweep: points grouped by the options that vary, replicas aggregated (mean, spread)."""
+import numpy as np
+
+# Options that define the data (the task law): figures put them in panels, other options in lines.
+DATA_OPTIONS = ("x_dist", "cov", "w_prior", "noise", "d", "n", "norm")
+
+
+class View:
+    """The points a report looks at: the ok points of a sweep, optionally reduced to the best value of
+    some options per condition (`best`, e.g. lr or replica, as the papers report best-of-grid results)."""
+
+    def __init__(self, sweep, best=()):
+        self.sweep = sweep
+        self.best = tuple(best)
+        self.mask = sweep.ok()
+        for axis in self.best:
+            self.mask &= _best_mask(sweep, self.mask, axis, self.grid_axes(exclude=(axis,)))
+        self.axes = _independent([a for a in sweep.varied() if a not in self.best], sweep.points, self.mask)
+
+    def grid_axes(self, exclude=()):
+        return [a for a in self.sweep.varied() if a not in exclude and a not in self.best]
+
+    def dependents(self):
+        """Varied options left out of self.axes because an earlier one determines them (zip, e.g. lr
+        per depth): {option: the option that determines it}."""
+        out = {}
+        for b in self.grid_axes():
+            if b not in self.axes:
+                out[b] = next(a for a in self.axes if _determines(self.sweep.points, self.mask, a, b))
+        return out
+
+    def groups(self, axes):
+        """{key tuple: point indices} over the view's points, keys in grid order."""
+        out = {}
+        for i in np.flatnonzero(self.mask):
+            out.setdefault(tuple(self.sweep.points[a][i] for a in axes), []).append(i)
+        return {k: np.array(v) for k, v in out.items()}
+
+    def facets(self, x=None):
+        """Split the varied axes other than x into panel axes (data law) and line axes (the rest)."""
+        rest = [a for a in self.axes if a != x]
+        panels = [a for a in rest if a in DATA_OPTIONS]
+        lines = [a for a in rest if a not in DATA_OPTIONS]
+        if not panels and len(lines) > 1:
+            panels, lines = lines[:1], lines[1:]
+        return panels, lines
+
+    def replicas(self):
+        groups = self.groups(self.axes)
+        return max((len(v) for v in groups.values()), default=0)
+
+
+def _determines(points, mask, a, b):
+    """Whether each value of option a comes with a single value of option b among the masked points."""
+    pairs = set(zip(points[a][mask], points[b][mask]))
+    return len(pairs) == len({p[0] for p in pairs})
+
+
+def _independent(axes, points, mask):
+    """The axes that no earlier kept axis determines (zipped options collapse onto the first)."""
+    kept = []
+    for b in axes:
+        if not any(_determines(points, mask, a, b) for a in kept):
+            kept.append(b)
+    return kept
+
+
+def _best_mask(sweep, mask, axis, others):
+    """Keep, per combination of `others`, the points of the value of `axis` with the lowest mean test
+    loss (for axis = replica: the single best replica)."""
+    keep = np.zeros_like(mask)
+    loss = sweep.metrics["test_loss"]
+    column = np.arange(sweep.size) if axis == "replica" else sweep.points[axis]
+    by_condition = {}
+    for i in np.flatnonzero(mask):
+        key = tuple(sweep.points[a][i] for a in others if a != "replica")
+        by_condition.setdefault(key, {}).setdefault(column[i], []).append(i)
+    for values in by_condition.values():
+        best = min(values, key=lambda v: np.nanmean(loss[values[v]]))
+        keep[values[best]] = True
+    return keep
+
+
+def label(axes, key):
+    return ", ".join(f"{a}={v}" for a, v in zip(axes, key)) if axes else "all points"
+
+
+def stats(values):
+    """Mean, min, max, standard deviation and count of the finite values (rows: replicas)."""
+    values = np.asarray(values, dtype=float)
+    finite = np.isfinite(values)
+    count = finite.sum(axis=0)
+    with np.errstate(invalid="ignore"), np.testing.suppress_warnings() as sup:
+        sup.filter(RuntimeWarning)
+        mean = np.nanmean(values, axis=0)
+        lo = np.nanmin(values, axis=0) if values.size else mean
+        hi = np.nanmax(values, axis=0) if values.size else mean
+        sd = np.nanstd(values, axis=0, ddof=1) if values.shape[0] > 1 else np.zeros_like(mean)
+    return mean, lo, hi, sd, count
+
+
+def sort_key(value):
+    """Numeric values in numeric order, strings as strings, numbers before strings."""
+    try:
+        return (0, float(value), "")
+    except (TypeError, ValueError):
+        return (1, 0.0, str(value))

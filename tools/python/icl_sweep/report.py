@@ -1,0 +1,98 @@
+"""icl-report OUT.h5 [-o DIR]: tables (CSV and terminal), PNG figures chosen by the options the sweep
+varied, and one offline HTML page linking them all. Run through tools/icl-report."""
+import argparse
+import os
+import sys
+
+from . import figures, figures_landscape, figures_weights, html, tables
+from .groups import View
+from .load import Sweep
+from .plot import Scale
+
+FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, figures.loss_curves,
+           figures.alignment, figures.out_of_distribution, figures_weights.preconditioners,
+           figures_weights.v24_scalars, figures_weights.weight_heatmaps, figures_landscape.landscape)
+
+
+class Report:
+    """What one report collects: the view of the sweep, where it writes, its figures and tables."""
+
+    def __init__(self, sweep, view, scale, outdir):
+        self.sweep, self.view, self.scale, self.outdir = sweep, view, scale, outdir
+        self.sweep_name = os.path.splitext(os.path.basename(sweep.path))[0]
+        self.figures, self.tables = [], []
+        status = sweep.points["status"]
+        self.failures = [f"point {i}: {status[i]}: {sweep.points['message'][i]}"
+                         for i in range(sweep.size) if status[i] != "ok"]
+
+    def figure(self, file, title, caption, section):
+        self.figures.append(dict(file=file, title=title, caption=caption, section=section))
+
+    def table(self, name, title, header, rows, caption, csv_name=None):
+        if csv_name is None:
+            csv_name = name + ".csv"
+            tables.write_csv(os.path.join(self.outdir, csv_name), header, rows)
+        self.tables.append(dict(name=name, title=title, header=header, rows=rows, caption=caption, csv=csv_name))
+
+
+def parse(argv):
+    p = argparse.ArgumentParser(prog="icl-report", description=__doc__.split("\n")[0].split(": ", 1)[1])
+    p.add_argument("file", help="an icl-sweep results file (icl-sweep run -o, or train -o)")
+    p.add_argument("-o", "--out", help="output directory (default: FILE without .h5, plus _report)")
+    p.add_argument("--half", action="store_true", help="show losses as 1/2 MSE ([VO23]/[V24]); stored is plain MSE")
+    p.add_argument("--best", nargs="+", default=[], metavar="OPTION",
+                   help="keep, per condition, the value of OPTION with the lowest mean test loss "
+                        "(e.g. lr: best of a rate grid; replica: best seed, as [V24])")
+    p.add_argument("--table", nargs=2, metavar=("ROWS", "COLUMNS"), help="pivot tables of --metric")
+    p.add_argument("--metric", nargs="+", default=["test_loss"], help="metrics of --table (default test_loss)")
+    p.add_argument("--quiet", action="store_true", help="no terminal tables")
+    return p.parse_args(argv)
+
+
+def usage_error(option, value, rule):
+    print(f"icl-report: option '{option}' = '{value}': {rule}", file=sys.stderr)
+    sys.exit(2)
+
+
+def main(argv=None):
+    args = parse(sys.argv[1:] if argv is None else argv)
+    if not os.path.isfile(args.file):
+        usage_error("file", args.file, "no such file")
+    try:
+        sweep = Sweep(args.file)
+    except (OSError, ValueError) as e:
+        usage_error("file", args.file, f"not a readable icl-sweep results file ({e})")
+    for option in args.best:
+        if option != "replica" and option not in sweep.points:
+            usage_error("--best", option, "must be an option of the file or 'replica'")
+    for option in args.table or ():
+        if option not in sweep.points:
+            usage_error("--table", option, "must be an option of the file")
+    for metric in args.metric:
+        if metric not in sweep.metrics:
+            usage_error("--metric", metric, "must be a metric of the file: " + ", ".join(sorted(sweep.metrics)))
+    outdir = args.out or os.path.splitext(args.file)[0] + "_report"
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        usage_error("-o", outdir, "exists and is not a directory")
+    if not sweep.ok().any():
+        usage_error("file", args.file, "has no finished point yet (see icl-sweep status)")
+    os.makedirs(outdir, exist_ok=True)
+    r = Report(sweep, View(sweep, args.best), Scale(args.half), outdir)
+    tables.write_points(r)
+    tables.summary(r)
+    if args.table:
+        tables.pivot(r, args.table[0], args.table[1], args.metric)
+    for draw in FIGURES:
+        draw(r)
+    page = html.write(r)
+    if not args.quiet:
+        for t in r.tables:
+            print(f"\n{t['title']}\n{tables.text_table(t['header'], t['rows'])}")
+        if r.failures:
+            print(f"\n{len(r.failures)} point(s) did not finish:\n  " + "\n  ".join(r.failures[:20]))
+    print(f"\nicl-report: {len(r.figures)} figures, {len(r.tables)} tables, points.csv in {outdir}; "
+          f"open {os.path.join(outdir, page)}")
+
+
+if __name__ == "__main__":
+    main()
