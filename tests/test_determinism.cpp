@@ -66,5 +66,24 @@ TEST(Determinism, DivergingPointIsReportedNotThrown) {
   EXPECT_TRUE(std::isnan(r.test_loss));
 }
 
+// The evaluation-loss rule follows `diverge_factor`: a factor below 1 fires at the first evaluation of a
+// point that trains well; 0 turns the rule off and the same point finishes.
+TEST(Determinism, DivergeFactorGovernsTheEvaluationRule) {
+  const std::vector<std::pair<std::string, std::string>> base = {{"d", "3"}, {"n", "8"}, {"batch", "64"}, {"steps", "40"},
+      {"eval_every", "10"}, {"eval_tasks", "64"}, {"analysis", "false"}};
+  auto with = [&](const char* factor) {
+    auto o = base;
+    o.emplace_back("diverge_factor", factor);
+    return train_point(make_point(o));
+  };
+  const Result strict = with("1e-9");
+  EXPECT_EQ(strict.status, Status::diverged);
+  EXPECT_EQ(strict.steps_done, 10);
+  EXPECT_NE(strict.message.find("evaluation loss"), std::string::npos) << strict.message;
+  const Result off = with("0");
+  EXPECT_EQ(off.status, Status::ok) << off.message;
+  EXPECT_EQ(off.steps_done, 40);
+}
+
 }  // namespace
 }  // namespace icl

@@ -3,7 +3,7 @@ readout, training curves, alignment with GD / GD++, out-of-distribution inputs a
 import numpy as np
 
 from . import plot
-from .groups import label, sort_key
+from .groups import label, sort_key, stats
 
 # Numeric options that make a meaningful x axis, in order of preference.
 X_AXES = ("layers", "n", "d", "heads", "steps", "batch", "lr", "init_scale", "ridge_lambda", "refresh")
@@ -47,11 +47,12 @@ def loss_vs_axis(r):
                 if f"loss_{key}" not in metrics or (key == "pgd" and _same(metrics["loss_pgd"], metrics["loss_gd"], every)):
                     continue
                 xs, rows = _rows_over(r, every, x, r.scale(metrics[f"loss_{key}"]))
-                if not plot.baseline_line(ax, xs, np.nanmean(rows, axis=0), key, floor):
+                if not plot.baseline_line(ax, xs, stats(rows)[0], key, floor):
                     skipped.add(name)
             for i, (lkey, idx) in enumerate(lines.items()):
                 xs, rows = _rows_over(r, idx, x, r.scale(metrics["test_loss"]))
-                plot.band(ax, xs, rows, "trained: " + label(line_axes, lkey), **plot.model_style(i))
+                plot.band(ax, xs, rows, "trained: " + label(line_axes, lkey) if line_axes else "trained",
+                          **plot.model_style(i))
             ax.set_xlabel(x)
             if r.sweep.points[x].dtype.kind in "iu":
                 plot.integer_ticks(ax)
@@ -101,7 +102,7 @@ def loss_vs_noise(r):
         noise = str(r.sweep.points["noise"][every[0]])
         _training_range(ax, noise)
         for key in NOISE_METHODS:
-            plot.baseline_line(ax, sigma[deep[0]], np.nanmean(r.scale(r.sweep.analysis(f"noise_loss_{key}")[deep]), axis=0), key)
+            plot.baseline_line(ax, sigma[deep[0]], stats(r.scale(r.sweep.analysis(f"noise_loss_{key}")[deep]))[0], key)
         for i, (lkey, idx) in enumerate(lines.items()):
             idx = idx[layers[idx] == deepest]
             if len(idx):
@@ -133,7 +134,7 @@ def _noise_profile_by_depth(r, sigma):
     depths = sorted(set(layers[r.view.mask]))
     for ax, (key, idx) in zip(axes, groups.items()):
         _training_range(ax, str(r.sweep.points["noise"][idx[0]]))
-        plot.baseline_line(ax, sigma[idx[0]], np.nanmean(r.scale(r.sweep.analysis("noise_loss_bayes")[idx]), axis=0), "bayes")
+        plot.baseline_line(ax, sigma[idx[0]], stats(r.scale(r.sweep.analysis("noise_loss_bayes")[idx]))[0], "bayes")
         cmap = plot.plt.get_cmap("viridis")
         for j, depth in enumerate(depths):
             at = idx[layers[idx] == depth]
@@ -174,7 +175,7 @@ def layer_readouts(r):
         for key in ("gd", "pgd", "gdpp"):
             series = r.sweep.analysis(f"layer_loss_{key}")
             if series.shape[1] and not (key == "pgd" and _same(series, r.sweep.analysis("layer_loss_gd"), deep)):
-                plot.baseline_line(ax, ks, np.nanmean(r.scale(series[deep][:, :deepest]), axis=0), key)
+                plot.baseline_line(ax, ks, stats(r.scale(series[deep][:, :deepest]))[0], key)
         for i, (lkey, idx) in enumerate(lines.items()):
             idx = idx[layers[idx] == deepest]
             if len(idx):
@@ -222,7 +223,7 @@ def loss_curves(r):
             plot.band(ax, x[ok], r.scale(r.sweep.curves["test_loss"][idx][:, ok]),
                       label(line_axes, lkey) if line_axes else "trained", **style)
         if len(set(r.sweep.points["layers"][every])) == 1:
-            plot.baseline_line(ax, [0, steps[every].max()], [r.scale(np.nanmean(r.sweep.metrics["loss_gd"][every]))] * 2, "gd")
+            plot.baseline_line(ax, [0, steps[every].max()], [r.scale(stats(r.sweep.metrics["loss_gd"][every][:, None])[0][0])] * 2, "gd")
         ax.set_xlabel("training step")
         ax.set_ylabel(f"test loss ({r.scale.name})")
         ax.set_title(_panel_title(r, panel_axes, pkey), fontsize=9)
@@ -285,7 +286,7 @@ def out_of_distribution(r):
         for ax, (key, idx) in zip(axes, groups.items()):
             xs = r.sweep.analysis(axis)[idx[0]]
             for ref in ("gd", "gdpp"):
-                plot.baseline_line(ax, xs, np.nanmean(r.scale(r.sweep.analysis(f"{axis}_loss_{ref}")[idx]), axis=0), ref)
+                plot.baseline_line(ax, xs, stats(r.scale(r.sweep.analysis(f"{axis}_loss_{ref}")[idx]))[0], ref)
             plot.band(ax, xs, r.scale(r.sweep.analysis(f"{axis}_loss_tf")[idx]), "trained", **plot.model_style(0))
             ax.axvline(r.sweep.points["n"][idx[0]] if axis == "ood_context" else 1, color="#aaaaaa", linewidth=4,
                        alpha=0.5, label="training value")

@@ -52,6 +52,7 @@ def model_style(i):
 
 def panels(count, width=4.6, height=3.5, columns=3, sharey=False):
     columns = max(1, min(columns, count))
+    width = max(width, 6.4 / columns)   # room for the legend below a single panel
     rows = (count + columns - 1) // columns
     fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False,
                              sharey=sharey)
@@ -106,6 +107,10 @@ def log_if_positive(ax, axis="y"):
     models = np.concatenate(models) if models else np.array([])
     if models.size and values.min() < EXACT * models.min():
         ax.set_ylim(bottom=EXACT * models.min())
+    references = [d[np.isfinite(d)] for l, d in zip(lines, data) if l.get_label() in baseline_names]
+    references = np.concatenate(references) if references else np.array([])
+    if models.size and references.size and models.max() > 100 * references.max():
+        ax.set_ylim(top=100 * references.max())   # a model far off every baseline leaves the frame
 
 
 def legend(ax, **kw):
@@ -129,7 +134,8 @@ def save(fig, outdir, name, title):
                 handles[l] = h
                 labels.append(l)
     baseline_names = [b[1] for b in BASELINES]
-    labels.sort(key=lambda l: baseline_names.index(l) + 1 if l in baseline_names else 0)  # models first
+    labels.sort(key=lambda l: baseline_names.index(l) + 1 if l in baseline_names
+                else 100 if l.startswith("training") else 0)   # models, baselines, then markers
     width, height = fig.get_size_inches()
     bottom = 0.0
     if labels:
