@@ -111,6 +111,7 @@ INSTANTIATE_TEST_SUITE_P(
         RefCase{"linear_d10_L2_H2", {{"d", "10"}, {"n", "20"}, {"layers", "2"}, {"heads", "2"}}},
         RefCase{"linear_d1_norm1", {{"d", "1"}, {"n", "4"}, {"layers", "2"}, {"norm", "1"}}},
         RefCase{"linear_dynamicD_d14", {{"d", "14"}, {"n", "9"}, {"layers", "2"}, {"heads", "2"}}},
+        RefCase{"linear_act_clip", {{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"act_clip", "1.5"}}},
         RefCase{"softmax_d3_L2_H2", {{"d", "3"}, {"n", "7"}, {"layers", "2"}, {"heads", "2"}, {"attention", "softmax"}}}),
     [](const auto& tc) { return std::string(tc.param.name); });
 
@@ -157,6 +158,7 @@ INSTANTIATE_TEST_SUITE_P(
         GradCase{"gdpp", {{"d", "3"}, {"n", "6"}, {"layers", "3"}, {"param", "gdpp"}, {"heads", "2"}}},
         GradCase{"tied", {{"d", "3"}, {"n", "6"}, {"layers", "3"}, {"tie", "true"}}},
         GradCase{"softmax", {{"d", "2"}, {"n", "5"}, {"layers", "2"}, {"attention", "softmax"}}},
+        GradCase{"act_clip", {{"d", "3"}, {"n", "6"}, {"layers", "3"}, {"act_clip", "1.5"}}},
         GradCase{"noisy_rotated", {{"d", "3"}, {"n", "6"}, {"layers", "2"}, {"cov", "rotated:1,0.5,2"},
                                    {"noise", "set:0.5,1"}}}),
     [](const auto& tc) { return std::string(tc.param.name); });
@@ -203,6 +205,36 @@ TEST(Sensitivity, QueryGradientMatchesFiniteDifferences) {
   const double e = worst_rel(analytic, fd);
   std::printf("  sensitivity vs finite differences: worst relative error %.2e\n", e);
   EXPECT_LT(e, 1e-6);
+}
+
+// act_clip bounds every token after every layer and is active in the clip cases above (so their
+// reference and gradient checks test the clipped path): some entries sit exactly at the bound.
+TEST(ActClip, BoundsEveryLayerOutputAndChangesThePrediction) {
+  const Point p = test::make_point({{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"act_clip", "1.5"}});
+  const TaskBatch<double> batch = test::make_batch<double>(p, kLanes<double>);
+  const ParamLayout layout(p);
+  const std::vector<double> theta = random_theta(layout, 0.3, 11);
+  std::vector<double> P(layout.PQ_size()), Q(layout.PQ_size());
+  layout.expand(theta.data(), P.data(), Q.data());
+  ModelShape unclipped = model_shape(p);
+  unclipped.act_clip = 0.0;
+  LaneModel<double> clipped_model(model_shape(p)), free_model(unclipped);
+  clipped_model.set_weights(P.data(), Q.data());
+  free_model.set_weights(P.data(), Q.data());
+  LaneVec<double> y_clip(p.layers), y_free(p.layers);
+  clipped_model.model_forward(batch.chunk_Z(0), y_clip.data());
+  free_model.model_forward(batch.chunk_Z(0), y_free.data());
+  int at_bound = 0, beyond = 0, changed = 0;
+  for (int x = 0; x < (p.d + 1) * (p.n + 1); ++x)
+    for (int v = 0; v < kLanes<double>; ++v) {
+      const double z = clipped_model.output()[x][v];
+      at_bound += std::fabs(z) == 1.5;
+      beyond += std::fabs(z) > 1.5;
+    }
+  for (int v = 0; v < kLanes<double>; ++v) changed += y_clip[p.layers - 1][v] != y_free[p.layers - 1][v];
+  EXPECT_EQ(beyond, 0);
+  EXPECT_GT(at_bound, 0);
+  EXPECT_GT(changed, 0);
 }
 
 }  // namespace

@@ -256,6 +256,7 @@ void tune_gdpp(const Point& p, int K, const TaskBatch<T>& tune, double eta_gd, s
   q.attention = Attention::linear;
   q.heads = 1;
   q.tie = false;
+  q.act_clip = 0.0;   // GD++ is the unclipped algorithm
   q.optimizer = Optimizer::adam;
   q.beta1 = 0.9;
   q.beta2 = 0.999;

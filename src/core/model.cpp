@@ -343,6 +343,24 @@ void softmax_head_backward(int D, int N, int n, const Lane<T>* Z, const T* P, co
     }
 }
 
+// Activation clip ([VO23]'s code): Z <- min(max(Z, -a), a) entrywise.  Z: count lanes.
+template <class T>
+void act_clip_forward(Lane<T>* Z, int count, T a) {
+  const Lane<T> hi = Lane<T>{} + a, lo = -hi;
+  for (int x = 0; x < count; ++x) {
+    Lane<T> v = Z[x];
+    v = v > hi ? hi : v;
+    Z[x] = v < lo ? lo : v;
+  }
+}
+
+// Its backward: G <- G where the clipped output is inside (-a, a), 0 where it was clipped.
+template <class T>
+void act_clip_backward(const Lane<T>* Z, Lane<T>* G, int count, T a) {
+  const Lane<T> hi = Lane<T>{} + a, lo = -hi;
+  for (int x = 0; x < count; ++x) G[x] = (Z[x] < hi && Z[x] > lo) ? G[x] : Lane<T>{};
+}
+
 }  // namespace
 
 ModelShape model_shape(const Point& p) {
@@ -353,6 +371,7 @@ ModelShape model_shape(const Point& p) {
   s.heads = p.heads;
   s.attention = p.attention;
   s.c = (p.attention == Attention::linear && p.norm == Norm::inv_n) ? 1.0 / p.n : 1.0;
+  s.act_clip = p.act_clip;
   return s;
 }
 
@@ -361,6 +380,7 @@ struct LaneModel<T>::Impl {
   using L = Lane<T>;
   int D, N, n, Ls, H, DD, DN;
   T c;
+  T act_clip;
   bool softmax;
   std::vector<T> Pc, Q;                    // Ls x H x D x D
   LaneVec<T> Zs;                           // (Ls+1) x D x N: input of each layer, then the output
@@ -373,7 +393,7 @@ struct LaneModel<T>::Impl {
 
   explicit Impl(const ModelShape& s)
       : D(s.d + 1), N(s.n + 1), n(s.n), Ls(s.layers), H(s.heads), DD(D * D), DN(D * N),
-        c(static_cast<T>(s.c)), softmax(s.attention == Attention::softmax) {
+        c(static_cast<T>(s.c)), act_clip(static_cast<T>(s.act_clip)), softmax(s.attention == Attention::softmax) {
     ICL_CHECK(D <= kMaxD);
     Pc.assign(static_cast<size_t>(Ls) * H * DD, T(0));
     Q.assign(Pc.size(), T(0));
@@ -436,6 +456,7 @@ void LaneModel<T>::model_forward(const L* Z0, L* yhat) {
       m.fwd(D, N, n, H, Z, Pl, Ql, m.C.data() + static_cast<size_t>(l) * m.DD,
             m.Tt.data() + static_cast<size_t>(l) * H * m.DD, m.K.data() + static_cast<size_t>(l) * m.DD, Zout);
     }
+    if (m.act_clip > 0) act_clip_forward<T>(Zout, m.DN, m.act_clip);
     yhat[l] = -Zout[(D - 1) * N + n];
   }
 }
@@ -452,6 +473,7 @@ void LaneModel<T>::model_backward(const L& dyhat) {
     const T* Ql = m.Q.data() + static_cast<size_t>(l) * H * m.DD;
     L* dPl = m.dP.data() + static_cast<size_t>(l) * H * m.DD;
     L* dQl = m.dQ.data() + static_cast<size_t>(l) * H * m.DD;
+    if (m.act_clip > 0) act_clip_backward<T>(Z + m.DN, m.G.data(), m.DN, m.act_clip);   // Z + DN: this layer's output
     if (m.softmax) {
       std::memcpy(static_cast<void*>(m.dZ.data()), m.G.data(), sizeof(L) * m.DN);
       for (int h = 0; h < H; ++h) {

@@ -49,6 +49,7 @@ Eigen::VectorXd ref_forward(const ModelShape& s, const std::vector<Eigen::Matrix
       }
     }
     Z += F;
+    if (s.act_clip > 0) Z = Z.cwiseMax(-s.act_clip).cwiseMin(s.act_clip);
     if (Zs) Zs->push_back(Z);
     yhat(l) = -Z(s.d, s.n);
   }
@@ -68,6 +69,7 @@ void ref_backward(const ModelShape& s, const std::vector<Eigen::MatrixXd>& P, co
   G(s.d, s.n) = -g;
   for (int l = s.layers - 1; l >= 0; --l) {
     const Eigen::MatrixXd& Z = Zs[l];
+    if (s.act_clip > 0) G = (Zs[l + 1].array().abs() < s.act_clip).select(G, 0.0);
     Eigen::MatrixXd dZ = G;
     for (int h = 0; h < s.heads; ++h) {
       const int k = l * s.heads + h;

@@ -132,6 +132,8 @@ std::vector<OptionDef> make_table() {
       {{"linear", Attention::linear}, {"softmax", Attention::softmax}}));
   t.push_back(enum_option<Norm>("norm", "attention normalisation c", &Point::norm,
       {{"1/n", Norm::inv_n}, {"1", Norm::one}}));
+  t.push_back(real_option("act_clip", "clip every token entry to [-act_clip, act_clip] after each layer, as "
+      "[VO23]'s code does for deep models (0 = off)", &Point::act_clip, 0.0, false));
   t.push_back({"x_dist",
                "input law: gaussian | uniform[:a] (U(-a,a), default a=0.5) | sphere | gamma[:k] "
                "(sqrt(G) u, G ~ Gamma(k, 10/k), default k=0.1)",

@@ -2,6 +2,7 @@
 // The linear transformer of science.md section 2, batched over V = kLanes<T> tasks ("a chunk"):
 //   Z_{l+1} = Z_l + c * sum_h P_{l,h} Z_l M Z_l^T Q_{l,h} Z_l,   M = diag(1,..,1,0)      (linear)
 //   Z_{l+1} = Z_l + sum_h P_{l,h} Z_l^ctx softmax_ctx((Z_l^ctx)^T Q_{l,h} Z_l)          (softmax)
+//   Z_{l+1} <- clip(Z_{l+1}, -a, a) entrywise when act_clip a > 0 ([VO23]'s code, deep models)
 //   yhat_l  = -Z_l[d, n]   (readout after layer l, l = 1..L; yhat = yhat_L)
 // Shapes: D = d+1 rows, N = n+1 columns; a token matrix is D x N lanes, row-major (Z[i*N + j]).
 // Weights P, Q: layers x heads x D x D scalars, row-major, already expanded from the trainable
@@ -17,6 +18,7 @@ struct ModelShape {
   int d = 0, n = 0, layers = 1, heads = 1;
   Attention attention = Attention::linear;
   double c = 1.0;   // normalisation: 1/n or 1
+  double act_clip = 0.0;   // clip of the tokens after each layer (0 = off)
 };
 ModelShape model_shape(const Point& p);
 

@@ -39,6 +39,7 @@ struct Point {
   bool tie = false;                   // one layer's weights applied `layers` times
   Attention attention = Attention::linear;
   Norm norm = Norm::inv_n;
+  double act_clip = 0.0;              // clip tokens to [-act_clip, act_clip] after each layer ([VO23] code); 0 = off
   // training (section 3)
   Optimizer optimizer = Optimizer::adam;
   double lr = 1e-3;

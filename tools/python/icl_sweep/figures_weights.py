@@ -81,6 +81,8 @@ def preconditioners(r):
         plot.integer_ticks(ax)
         ax.set_ylabel(name)
         ax.set_title(name, fontsize=9)
+        if series.startswith("precond_dist"):
+            ax.set_ylim(0, 1.02)   # Dist is in [0, 1]: 0 is a multiple of the identity
         ax.grid(alpha=0.3)
     r.figure(plot.save(fig, r.outdir, "preconditioners.png", "Learned preconditioners ([A23] Fig. 2)"),
              "Learned preconditioners",
