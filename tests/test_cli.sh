@@ -31,5 +31,12 @@ out=$("$bin" train -o "$dir/ok.h5" --steps 5 --batch 16 --eval_tasks 16 2>&1); r
 [ "$(md5sum < "$dir/ok.h5")" = "$before" ] || { echo "FAIL: existing output was modified"; fail=1; }
 "$bin" train -o "$dir/ok.h5" --force --steps 5 --batch 16 --eval_tasks 16 >/dev/null || { echo "FAIL: --force"; fail=1; }
 [ "$(md5sum < "$dir/ok.h5")" != "$before" ] || { echo "FAIL: --force did not rewrite"; fail=1; }
+# The sweep's repeats and sweep_seed can be overridden like any option; a bad value exits 2 naming it.
+printf 'd = 3\nn = 6\nlayers = 1 2\nrepeats = 3\n' > "$dir/spec.ini"
+out=$("$bin" run "$dir/spec.ini" --repeats 2 --dry-run 2>&1)
+grep -q "^points      4 (2 replicas" <<<"$out" || { echo "FAIL: --repeats override: $out"; fail=1; }
+out=$("$bin" run "$dir/spec.ini" --repeats 0 --dry-run 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "command line: 'repeats' = '0': must be one integer >= 1" <<<"$out" \
+  || { echo "FAIL: --repeats 0: rc $rc: $out"; fail=1; }
 [ $fail -eq 0 ] && echo "cli contract: all checks passed"
 exit $fail

@@ -85,7 +85,11 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
       for (const std::string& t : split_ws(v)) e.values.push_back(t);
     spec->entries.push_back(e);
   }
+  const auto overridden = [&](const std::string& name) {
+    return std::find_if(overrides.begin(), overrides.end(), [&](const auto& o) { return o.first == name; });
+  };
   for (const auto& [name, values] : overrides) {
+    if (name == "repeats" || name == "sweep_seed") continue;
     auto it = std::find_if(spec->entries.begin(), spec->entries.end(), [&](const sweep::SpecEntry& e) { return e.option == name; });
     if (it == spec->entries.end()) spec->entries.push_back({name, values, "command line"});
     else *it = {name, values, "command line"};
@@ -93,11 +97,13 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
   if (vm.count("zip"))
     for (const std::string& z : vm["zip"].as<std::vector<std::string>>()) spec->zips.push_back(split_ws(z));
   for (const char* key : {"repeats", "sweep_seed"})
-    if (vm.count(key)) {
-      const auto& v = vm[key].as<std::vector<std::string>>();
+    if (vm.count(key) || overridden(key) != overrides.end()) {
+      const bool cli = overridden(key) != overrides.end();
+      const auto& v = cli ? overridden(key)->second : vm[key].as<std::vector<std::string>>();
       long long x = 0;
       if (v.size() != 1 || !parse_int(v[0], std::string(key) == "repeats" ? 1 : 0, &x))
-        errors->push_back(where(path, key) + ": '" + key + "' = '" + (v.empty() ? "" : v.back()) +
+        errors->push_back((cli ? std::string("command line") : where(path, key)) + ": '" + key + "' = '" +
+                          (v.empty() ? "" : v.back()) +
                           "': must be one integer " + (std::string(key) == "repeats" ? ">= 1" : ">= 0"));
       else if (std::string(key) == "repeats") spec->repeats = static_cast<int>(x);
       else spec->sweep_seed = static_cast<uint64_t>(x);
