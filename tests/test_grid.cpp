@@ -76,6 +76,24 @@ TEST(Grid, ErrorsNameWhereOptionValueAndRule) {
   EXPECT_NE(errors[0].find("grid point (d=3, cov=diag:1,2)"), std::string::npos) << errors[0];
 }
 
+TEST(Grid, SeedsPerReplicaAreSharedAcrossCombinations) {
+  Spec s = spec_of({{"optimizer", {"adam", "sgd"}, "f:1"}, {"lr", {"0.01", "0.02"}, "f:2"}}, {}, 3);
+  Grid per_point, per_replica;
+  std::vector<std::string> errors;
+  ASSERT_TRUE(expand(s, &per_point, &errors));
+  s.seeds_per_replica = true;
+  s.text = canonical_text(s);
+  ASSERT_TRUE(expand(s, &per_replica, &errors));
+  ASSERT_EQ(per_replica.points.size(), 12u);
+  for (size_t i = 0; i < 12; ++i)
+    for (size_t j = 0; j < 12; ++j) {
+      EXPECT_EQ(per_replica.points[i].seed == per_replica.points[j].seed, per_replica.replica[i] == per_replica.replica[j]);
+      if (i != j) { EXPECT_NE(per_point.points[i].seed, per_point.points[j].seed); }
+    }
+  EXPECT_EQ(per_replica.points[0].seed, per_point.points[0].seed);   // replica 0 of point 0: the same key
+  EXPECT_NE(spec_hash(s.text), spec_hash(spec_of({{"optimizer", {"adam", "sgd"}, "f:1"}, {"lr", {"0.01", "0.02"}, "f:2"}}, {}, 3).text));
+}
+
 TEST(Grid, SpecHashChangesWithTheSpec) {
   const Spec a = spec_of({{"layers", {"1", "2"}, "f:1"}}), b = spec_of({{"layers", {"1", "3"}, "f:1"}});
   EXPECT_EQ(spec_hash(a.text), spec_hash(spec_of({{"layers", {"1", "2"}, "g:7"}}).text));   // where is not part of it

@@ -186,7 +186,9 @@ int run_main(int argc, char** argv) {
   for (const OptionDef& o : option_table())
     desc.add_options()(o.name.c_str(), po::value<std::vector<std::string>>()->multitoken(), (o.help + " (overrides the spec)").c_str());
   desc.add_options()("repeats", po::value<std::vector<std::string>>(), "replicas of every combination (overrides the spec)")(
-      "sweep_seed", po::value<std::vector<std::string>>(), "the sweep's seed (overrides the spec)");
+      "sweep_seed", po::value<std::vector<std::string>>(), "the sweep's seed (overrides the spec)")(
+      "seeds", po::value<std::vector<std::string>>(), "point | replica: a seed per point, or per replica "
+      "shared by every combination (overrides the spec)");
   po::positional_options_description pos;
   pos.add("spec", 1);
   po::variables_map vm;
@@ -210,7 +212,7 @@ int run_main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::vector<std::string>>> overrides;
   for (const OptionDef& o : option_table())
     if (vm.count(o.name)) overrides.push_back({o.name, vm[o.name].as<std::vector<std::string>>()});
-  for (const char* key : {"repeats", "sweep_seed"})
+  for (const char* key : {"repeats", "sweep_seed", "seeds"})
     if (vm.count(key)) overrides.push_back({key, vm[key].as<std::vector<std::string>>()});
 
   sweep::Spec spec;

@@ -63,7 +63,8 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
     desc.add_options()(o.name.c_str(), po::value<std::vector<std::string>>()->composing());
   desc.add_options()("zip", po::value<std::vector<std::string>>()->composing())(
       "repeats", po::value<std::vector<std::string>>()->composing())(
-      "sweep_seed", po::value<std::vector<std::string>>()->composing());
+      "sweep_seed", po::value<std::vector<std::string>>()->composing())(
+      "seeds", po::value<std::vector<std::string>>()->composing());
   po::variables_map vm;
   try {
     po::store(po::parse_config_file(file, desc, false), vm);
@@ -89,7 +90,7 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
     return std::find_if(overrides.begin(), overrides.end(), [&](const auto& o) { return o.first == name; });
   };
   for (const auto& [name, values] : overrides) {
-    if (name == "repeats" || name == "sweep_seed") continue;
+    if (name == "repeats" || name == "sweep_seed" || name == "seeds") continue;
     auto it = std::find_if(spec->entries.begin(), spec->entries.end(), [&](const sweep::SpecEntry& e) { return e.option == name; });
     if (it == spec->entries.end()) spec->entries.push_back({name, values, "command line"});
     else *it = {name, values, "command line"};
@@ -108,6 +109,15 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
       else if (std::string(key) == "repeats") spec->repeats = static_cast<int>(x);
       else spec->sweep_seed = static_cast<uint64_t>(x);
     }
+  if (vm.count("seeds") || overridden("seeds") != overrides.end()) {
+    const bool cli = overridden("seeds") != overrides.end();
+    const auto& v = cli ? overridden("seeds")->second : vm["seeds"].as<std::vector<std::string>>();
+    if (v.size() != 1 || (v[0] != "point" && v[0] != "replica"))
+      errors->push_back((cli ? std::string("command line") : where(path, "seeds")) + ": 'seeds' = '" +
+                        (v.empty() ? "" : v.back()) + "': must be point (a seed per point) or replica (shared by "
+                        "every combination)");
+    else spec->seeds_per_replica = v[0] == "replica";
+  }
   spec->text = sweep::canonical_text(*spec);
   return errors->empty();
 }

@@ -27,6 +27,7 @@ std::string canonical_text(const Spec& spec) {
   }
   s += "repeats = " + std::to_string(spec.repeats) + "\n";
   s += "sweep_seed = " + std::to_string(spec.sweep_seed) + "\n";
+  if (spec.seeds_per_replica) s += "seeds = replica\n";
   return s;
 }
 
@@ -55,7 +56,7 @@ bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors) {
   for (const SpecEntry& e : spec.entries) {
     if (e.option == "seed")
       errors->push_back(e.where + ": option 'seed' cannot be set in a sweep: each point's seed derives from "
-                        "sweep_seed and its index (use sweep_seed, and repeats for several seeds)");
+                        "sweep_seed and its index (use sweep_seed, repeats for several seeds, seeds = replica to share them)");
     else if (!find_option(e.option))
       errors->push_back(e.where + ": unknown option '" + e.option + "'");
     else if (e.values.empty())
@@ -132,7 +133,8 @@ bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors) {
     }
     for (int r = 0; r < spec.repeats; ++r) {
       const int64_t index = static_cast<int64_t>(grid->points.size());
-      p.seed = rng_key(spec.sweep_seed, Stream::init, static_cast<uint64_t>(index)) >> 1;   // < 2^63: an int64 column
+      const uint64_t key = static_cast<uint64_t>(spec.seeds_per_replica ? r : index);
+      p.seed = rng_key(spec.sweep_seed, Stream::init, key) >> 1;   // < 2^63: an int64 column
       grid->points.push_back(p);
       grid->replica.push_back(r);
       grid->cost.push_back(estimate_seconds(p));

@@ -4,7 +4,9 @@
 //   - every option of the table may list values; the grid is the product of the lists, first listed
 //     option slowest (spec order), then `repeats` replicas of each combination;
 //   - a `zip` group advances its options together (equal lengths) as one axis;
-//   - point i's seed is rng_key(sweep_seed, Stream::init, i): it depends on the spec and the index only.
+//   - point i's seed is rng_key(sweep_seed, Stream::init, i): it depends on the spec and the index only;
+//     with `seeds = replica` it is rng_key(sweep_seed, Stream::init, r) for replica r, the same in every
+//     combination (common random numbers: paired comparisons, e.g. Adam vs SGD from the same init).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,6 +26,7 @@ struct Spec {
   std::vector<std::vector<std::string>> zips;   // groups of option names advanced together
   int repeats = 1;
   uint64_t sweep_seed = 0;
+  bool seeds_per_replica = false;               // `seeds = replica` (default `point`)
   std::string text;                             // the canonical spec (hashed, stored in the output)
 };
 
@@ -44,7 +47,8 @@ struct Grid {
 // the option, the value and the rule.
 bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors);
 
-// The canonical text of a spec (entries, zips, repeats, sweep_seed) and its 64-bit hash.
+// The canonical text of a spec (entries, zips, repeats, sweep_seed, seeds if not the default) and its
+// 64-bit hash.
 std::string canonical_text(const Spec& spec);
 uint64_t spec_hash(const std::string& canonical);
 
