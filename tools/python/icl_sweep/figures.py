@@ -33,6 +33,9 @@ def _rows_over(r, idx, x, values):
     return np.array(xs, dtype=float), rows
 
 
+DEPTH_BASELINES = ("gd", "pgd", "gdpp")   # K = L steps: they depend on the depth
+
+
 def loss_vs_axis(r):
     """Test loss against each numeric varied option, every baseline as a line."""
     metrics = r.sweep.metrics
@@ -43,8 +46,11 @@ def loss_vs_axis(r):
         for ax, (pkey, lines) in zip(axes, by_panel.items()):
             every = np.concatenate(list(lines.values()))
             floor = plot.EXACT * r.scale(np.nanmin(metrics["test_loss"][every]))
+            mixed_depths = x != "layers" and len(set(r.sweep.points["layers"][every])) > 1
             for key, name, _, _ in plot.BASELINES:
                 if f"loss_{key}" not in metrics or (key == "pgd" and _same(metrics["loss_pgd"], metrics["loss_gd"], every)):
+                    continue
+                if mixed_depths and key in DEPTH_BASELINES:   # K = L steps: one line per depth would be needed
                     continue
                 xs, rows = _rows_over(r, every, x, r.scale(metrics[f"loss_{key}"]))
                 if not plot.baseline_line(ax, xs, stats(rows)[0], key, floor):
@@ -54,7 +60,10 @@ def loss_vs_axis(r):
                 plot.band(ax, xs, rows, "trained: " + label(line_axes, lkey) if line_axes else "trained",
                           **plot.model_style(i))
             ax.set_xlabel(x)
-            if r.sweep.points[x].dtype.kind in "iu":
+            if x in ("lr", "init_scale", "batch", "steps", "ridge_lambda"):
+                plot.log_if_positive(ax, "x")
+                plot.value_ticks(ax, _rows_over(r, every, x, metrics["test_loss"])[0])
+            elif r.sweep.points[x].dtype.kind in "iu":
                 plot.integer_ticks(ax)
             ax.set_ylabel(f"test loss ({r.scale.name})")
             ax.set_title(_panel_title(r, panel_axes, pkey), fontsize=9)
@@ -65,7 +74,15 @@ def loss_vs_axis(r):
         r.figure(plot.save(fig, r.outdir, f"loss_vs_{x}.png", f"Test loss against {x}"),
                  f"Test loss against {x}",
                  f"Trained models (solid, mean over replicas, band min-max) and every baseline on the same "
-                 f"evaluation tasks (dashed; GD and GD++ take K = L steps). {r.scale.note}{note}", "losses")
+                 f"evaluation tasks (dashed; GD and GD++ take K = L steps and are drawn where the panel has one "
+                 f"depth or the x axis is the depth). {r.scale.note}{note}", "losses")
+
+
+def _deepest(layers, lines):
+    """A panel's points, its deepest L and the points at that depth."""
+    every = np.concatenate(list(lines.values()))
+    deepest = layers[every].max()
+    return every, deepest, every[layers[every] == deepest]
 
 
 def _same(a, b, idx):
@@ -96,9 +113,7 @@ def loss_vs_noise(r):
     panel_axes, line_axes, by_panel = _by_panel_and_line(r, x="layers")
     fig, axes = plot.panels(len(by_panel))
     for ax, (pkey, lines) in zip(axes, by_panel.items()):
-        every = np.concatenate(list(lines.values()))
-        deepest = layers[every].max()
-        deep = every[layers[every] == deepest]
+        every, deepest, deep = _deepest(layers, lines)
         noise = str(r.sweep.points["noise"][every[0]])
         _training_range(ax, noise)
         for key in NOISE_METHODS:
@@ -168,9 +183,7 @@ def layer_readouts(r):
     panel_axes, line_axes, by_panel = _by_panel_and_line(r, x="layers")
     fig, axes = plot.panels(len(by_panel))
     for ax, (pkey, lines) in zip(axes, by_panel.items()):
-        every = np.concatenate(list(lines.values()))
-        deepest = layers[every].max()
-        deep = every[layers[every] == deepest]
+        _, deepest, deep = _deepest(layers, lines)
         ks = np.arange(1, deepest + 1)
         for key in ("gd", "pgd", "gdpp"):
             series = r.sweep.analysis(f"layer_loss_{key}")

@@ -45,10 +45,6 @@ class View:
             panels, lines = lines[:1], lines[1:]
         return panels, lines
 
-    def replicas(self):
-        groups = self.groups(self.axes)
-        return max((len(v) for v in groups.values()), default=0)
-
 
 def _determines(points, mask, a, b):
     """Whether each value of option a comes with a single value of option b among the masked points."""

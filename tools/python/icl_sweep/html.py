@@ -24,7 +24,8 @@ def write(r):
     a = r.sweep.attrs
     facts = [("file", r.sweep.path), ("sweep state", a.get("sweep_state", "-")),
              ("points", f"{r.sweep.size} ({int(r.sweep.ok().sum())} ok)"),
-             ("varied", ", ".join(r.sweep.varied()) or "nothing (replicas only)"),
+             ("varied", ", ".join(r.view.axes) or "nothing (replicas only)"),
+             ("folded", ", ".join(f"{b} (follows {a})" for b, a in r.view.dependents().items()) or "-"),
              ("best of", ", ".join(r.view.best) or "-"), ("losses shown as", r.scale.note),
              ("stored loss convention", a.get("loss_convention", "")),
              ("normalisation", a.get("normalisation_convention", "")),

@@ -50,12 +50,11 @@ def model_style(i):
                 linestyle="-", markersize=4, linewidth=1.6)
 
 
-def panels(count, width=4.6, height=3.5, columns=3, sharey=False):
+def panels(count, width=4.6, height=3.5, columns=3):
     columns = max(1, min(columns, count))
     width = max(width, 6.4 / columns)   # room for the legend below a single panel
     rows = (count + columns - 1) // columns
-    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False,
-                             sharey=sharey)
+    fig, axes = plt.subplots(rows, columns, figsize=(width * columns, height * rows), squeeze=False)
     axes = axes.ravel()
     for ax in axes[count:]:
         ax.set_visible(False)
@@ -117,6 +116,13 @@ def legend(ax, **kw):
     """A legend inside one panel (for panels whose entries differ, e.g. statistics)."""
     if ax.get_legend_handles_labels()[0]:
         ax.legend(fontsize=7, framealpha=0.85, **kw)
+
+
+def value_ticks(ax, values):
+    """Ticks at exactly the swept values (a log axis over a short range otherwise crowds its labels)."""
+    ax.set_xticks(values)
+    ax.set_xticklabels([f"{v:g}" for v in values])
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
 
 
 def integer_ticks(ax):
