@@ -86,9 +86,6 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
       for (const std::string& t : split_ws(v)) e.values.push_back(t);
     spec->entries.push_back(e);
   }
-  const auto overridden = [&](const std::string& name) {
-    return std::find_if(overrides.begin(), overrides.end(), [&](const auto& o) { return o.first == name; });
-  };
   for (const auto& [name, values] : overrides) {
     if (name == "repeats" || name == "sweep_seed" || name == "seeds") continue;
     auto it = std::find_if(spec->entries.begin(), spec->entries.end(), [&](const sweep::SpecEntry& e) { return e.option == name; });
@@ -97,26 +94,32 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
   }
   if (vm.count("zip"))
     for (const std::string& z : vm["zip"].as<std::vector<std::string>>()) spec->zips.push_back(split_ws(z));
+  // The sweep-level keys: the command line's value if given, else the file's; `at` says which.
+  std::string at;
+  const auto spec_key = [&](const std::string& key) -> const std::vector<std::string>* {
+    const auto o = std::find_if(overrides.begin(), overrides.end(), [&](const auto& x) { return x.first == key; });
+    if (o != overrides.end()) {
+      at = "command line";
+      return &o->second;
+    }
+    if (!vm.count(key)) return nullptr;
+    at = where(path, key);
+    return &vm[key].as<std::vector<std::string>>();
+  };
   for (const char* key : {"repeats", "sweep_seed"})
-    if (vm.count(key) || overridden(key) != overrides.end()) {
-      const bool cli = overridden(key) != overrides.end();
-      const auto& v = cli ? overridden(key)->second : vm[key].as<std::vector<std::string>>();
+    if (const auto* v = spec_key(key)) {
       long long x = 0;
-      if (v.size() != 1 || !parse_int(v[0], std::string(key) == "repeats" ? 1 : 0, &x))
-        errors->push_back((cli ? std::string("command line") : where(path, key)) + ": '" + key + "' = '" +
-                          (v.empty() ? "" : v.back()) +
-                          "': must be one integer " + (std::string(key) == "repeats" ? ">= 1" : ">= 0"));
+      if (v->size() != 1 || !parse_int((*v)[0], std::string(key) == "repeats" ? 1 : 0, &x))
+        errors->push_back(at + ": '" + key + "' = '" + (v->empty() ? "" : v->back()) + "': must be one integer " +
+                          (std::string(key) == "repeats" ? ">= 1" : ">= 0"));
       else if (std::string(key) == "repeats") spec->repeats = static_cast<int>(x);
       else spec->sweep_seed = static_cast<uint64_t>(x);
     }
-  if (vm.count("seeds") || overridden("seeds") != overrides.end()) {
-    const bool cli = overridden("seeds") != overrides.end();
-    const auto& v = cli ? overridden("seeds")->second : vm["seeds"].as<std::vector<std::string>>();
-    if (v.size() != 1 || (v[0] != "point" && v[0] != "replica"))
-      errors->push_back((cli ? std::string("command line") : where(path, "seeds")) + ": 'seeds' = '" +
-                        (v.empty() ? "" : v.back()) + "': must be point (a seed per point) or replica (shared by "
-                        "every combination)");
-    else spec->seeds_per_replica = v[0] == "replica";
+  if (const auto* v = spec_key("seeds")) {
+    if (v->size() != 1 || ((*v)[0] != "point" && (*v)[0] != "replica"))
+      errors->push_back(at + ": 'seeds' = '" + (v->empty() ? "" : v->back()) +
+                        "': must be point (a seed per point) or replica (shared by every combination)");
+    else spec->seeds_per_replica = (*v)[0] == "replica";
   }
   spec->text = sweep::canonical_text(*spec);
   return errors->empty();
