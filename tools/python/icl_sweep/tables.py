@@ -52,13 +52,9 @@ def summary(r):
         rows.append(row)
     write_csv(os.path.join(r.outdir, "summary.csv"), header, rows)
     shown = ["test_loss"] + [m for m in SUMMARY_METRICS if m in metrics]
-    short = [axes + ["reps"] + [f"{m} ({'1/2 ' if r.scale.factor != 1 else ''}MSE)" for m in shown]]
+    short = [axes + ["reps"] + [f"{m} ({r.scale.name})" for m in shown]]
     for key, idx in groups:
-        cells = [str(v) for v in key] + [str(len(idx))]
-        for m in shown:
-            mean, _, _, sd, _ = stats(r.scale(metrics[m][idx])[:, None])
-            cells.append(f"{mean[0]:.4g}" + (f" +- {sd[0]:.2g}" if len(idx) > 1 else ""))
-        short.append(cells)
+        short.append([str(v) for v in key] + [str(len(idx))] + [_mean_sd(r.scale(metrics[m][idx])) for m in shown])
     r.table("summary", "Every condition: test loss (mean +- s.d. over replicas) beside GD, GD++ and Bayes",
             short[0], short[1:], f"All metrics, with standard deviations: summary.csv. {r.scale.note}",
             csv_name="summary.csv")
@@ -79,14 +75,21 @@ def pivot(r, rows_axis, columns_axis, metric_names):
                 cells = [str(rv)]
                 for cv in col_values:
                     at = oidx[(points[rows_axis][oidx] == rv) & (points[columns_axis][oidx] == cv)]
-                    mean, _, _, sd, k = stats(values[at][:, None])
-                    cells.append(f"{mean[0]:.4g}" + (f" ({sd[0]:.2g})" if k[0] > 1 else "") if k[0] else "")
+                    cells.append(_mean_sd(values[at]))
                 rows.append(cells)
             scale = f" ({r.scale.name})" if is_loss(metric) else ""
             title = f"{metric}{scale}: {rows_axis} x {columns_axis}" + (f"; {label(others, okey)}" if others else "")
             name = "table_" + "_".join([metric] + [f"{a}-{v}" for a, v in zip(others, okey)])
             r.table(_safe(name), title, [f"{rows_axis} \\ {columns_axis}"] + [str(v) for v in col_values], rows,
-                    "Mean over the points of each cell (replicas), s.d. in parentheses.")
+                    "Mean over the points of each cell (replicas) +- their standard deviation.")
+
+
+def _mean_sd(values):
+    """'mean +- s.d.' of the finite values, 'mean' for one, '' for none."""
+    mean, _, _, sd, k = stats(np.asarray(values, dtype=float)[:, None])
+    if not k[0]:
+        return ""
+    return f"{mean[0]:.4g}" + (f" +- {sd[0]:.2g}" if k[0] > 1 else "")
 
 
 def _safe(name):
