@@ -7,13 +7,10 @@ set -u
 src=$1
 root=$(cd "$src/.." && pwd)
 bin=$root/build/icl-sweep
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 dir=$(mktemp -d)
 trap 'pkill -9 -f "icl-sweep run .*$dir" 2>/dev/null; rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
-py=$("$root/tools/find-python" h5py numpy) || { echo "FAIL: no Python with h5py and numpy"; exit 1; }
+. "$src/lib.sh"
+need_python h5py numpy
 
 # The generator refuses bad input with exit 2 and a message naming the option.
 for args in "--cluster lsf" "--cluster slurm --spec $dir/none.ini --out $dir/o.h5" \

@@ -7,13 +7,10 @@ set -u
 bin=$1
 src=$2
 root=$src/..
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
-py=$("$root/tools/find-python" numpy h5py matplotlib) || { echo "FAIL: no Python with numpy, h5py, matplotlib"; exit 1; }
+. "$src/lib.sh"
+need_python numpy h5py matplotlib
 report() { "$root/tools/icl-report" "$@"; }
 
 # The smallest preset, as a user runs it.

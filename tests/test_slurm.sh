@@ -8,7 +8,6 @@ src=$1
 root=$(cd "$src/.." && pwd)
 bin=$root/build/icl-sweep
 [ "$(id -u)" -eq 0 ] || { echo "skipped: starting slurmctld, slurmd and munged needs root"; exit 77; }
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export ICL_SLURM_DIR=$(mktemp -d /tmp/icl-slurm-test.XXXXXX)
 dir=$(mktemp -d)
 cleanup() {
@@ -17,10 +16,8 @@ cleanup() {
   rm -rf "$dir"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
-py=$("$root/tools/find-python" h5py numpy) || { echo "FAIL: no Python with h5py and numpy"; exit 1; }
+. "$src/lib.sh"
+need_python h5py numpy
 
 eval "$(bash "$root/tools/slurm-local.sh" start)" || { echo "FAIL: could not start Slurm"; exit 1; }
 ok "Slurm running: $(sinfo -h -o '%D node, %c cpus, %t')"

@@ -6,15 +6,12 @@
 set -u
 bin=$1
 src=$2
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 dir=$(mktemp -d)
 cleanup() { pkill -9 -f "icl-sweep run .*$dir" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
-ok() { echo "ok: $*"; }
+. "$src/lib.sh"
+need_python h5py numpy
 mpi() { local n=$1; shift; mpiexec --oversubscribe -n "$n" "$@"; }
-py=$("$src/../tools/find-python" h5py numpy) || { echo "FAIL: no Python with h5py and numpy"; exit 1; }
 compare() { "$py" "$src/compare_sweeps.py" "$1" "$2" && ok "$3" || fail "$3"; }
 state() { "$py" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['sweep_state'])" "$1"; }
 spec=$src/specs/sweep_small.ini
