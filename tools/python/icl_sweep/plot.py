@@ -46,8 +46,10 @@ class Scale:
 
 
 def model_style(i):
-    return dict(color=MODEL_COLOURS[i % len(MODEL_COLOURS)], marker=MARKERS[i % len(MARKERS)],
-                linestyle="-", markersize=4, linewidth=1.6)
+    """Line i of the trained models: colour and marker cycle, the dash changes every len(colours) lines."""
+    k = len(MODEL_COLOURS)
+    return dict(color=MODEL_COLOURS[i % k], marker=MARKERS[i % len(MARKERS)],
+                linestyle=("-", (0, (4, 1.5)), ":")[(i // k) % 3], markersize=4, linewidth=1.6)
 
 
 def panels(count, width=4.6, height=3.5, columns=3):
