@@ -3,7 +3,7 @@ readout, training curves, alignment with GD / GD++, out-of-distribution inputs a
 import numpy as np
 
 from . import plot
-from .groups import label, sort_key, stats
+from .groups import label, model_label, sort_key, stats
 
 # Numeric options that make a meaningful x axis, in order of preference.
 X_AXES = ("layers", "n", "d", "heads", "steps", "batch", "lr", "init_scale", "ridge_lambda", "refresh")
@@ -57,7 +57,7 @@ def loss_vs_axis(r):
                     skipped.add(name)
             for i, (lkey, idx) in enumerate(lines.items()):
                 xs, rows = _rows_over(r, idx, x, r.scale(metrics["test_loss"]))
-                plot.band(ax, xs, rows, "trained: " + label(line_axes, lkey) if line_axes else "trained",
+                plot.band(ax, xs, rows, model_label(line_axes, lkey, "trained: "),
                           **plot.model_style(i))
             ax.set_xlabel(x)
             if x in ("lr", "init_scale", "batch", "steps", "ridge_lambda"):
@@ -122,7 +122,7 @@ def loss_vs_noise(r):
             idx = idx[layers[idx] == deepest]
             if len(idx):
                 plot.band(ax, sigma[idx[0]], r.scale(r.sweep.analysis("noise_loss_tf")[idx]),
-                          "trained: " + label(line_axes, lkey) if line_axes else "trained",
+                          model_label(line_axes, lkey, "trained: "),
                           **plot.model_style(i))
         ax.set_xlabel("noise level sigma of the evaluation tasks")
         ax.set_ylabel(f"loss ({r.scale.name})")
@@ -193,7 +193,7 @@ def layer_readouts(r):
             idx = idx[layers[idx] == deepest]
             if len(idx):
                 plot.band(ax, ks, r.scale(r.sweep.layer_loss[idx][:, :deepest]),
-                          "trained: " + label(line_axes, lkey) if line_axes else "trained", **plot.model_style(i))
+                          model_label(line_axes, lkey, "trained: "), **plot.model_style(i))
         ax.set_xlabel("readout after layer l / K steps of the algorithm")
         ax.set_ylabel(f"loss ({r.scale.name})")
         ax.set_title(f"{_panel_title(r, panel_axes, pkey)}; L = {deepest}", fontsize=9)
@@ -234,7 +234,7 @@ def loss_curves(r):
             if optimizers:
                 style["linestyle"] = ("-", "--", ":", "-.")[optimizers.index(lkey[0]) % 4]
             plot.band(ax, x[ok], r.scale(r.sweep.curves["test_loss"][idx][:, ok]),
-                      label(line_axes, lkey) if line_axes else "trained", **style)
+                      model_label(line_axes, lkey), **style)
         if len(set(r.sweep.points["layers"][every])) == 1:
             plot.baseline_line(ax, [0, steps[every].max()], [r.scale(stats(r.sweep.metrics["loss_gd"][every][:, None])[0][0])] * 2, "gd")
         ax.set_xlabel("training step")

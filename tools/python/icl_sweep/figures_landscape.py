@@ -3,7 +3,7 @@ diagonal over training, smoothness against gradient norm, and the condition-numb
 import numpy as np
 
 from . import plot
-from .groups import label, stats
+from .groups import label, model_label, stats
 
 
 def _landscape_groups(r):
@@ -72,7 +72,7 @@ def _condition_numbers(r, panel_axes, line_axes, by_panel, steps):
     fig, axes = plot.panels(len(by_panel))
     for ax, (pkey, lines) in zip(axes, by_panel.items()):
         for i, (lkey, idx) in enumerate(lines.items()):
-            plot.band(ax, steps[idx[0]], cond[idx], label(line_axes, lkey) if line_axes else "trained",
+            plot.band(ax, steps[idx[0]], cond[idx], model_label(line_axes, lkey),
                       **plot.model_style(i))
         ax.set_xlabel("training step")
         ax.set_ylabel("max|H_ii| / median|H_ii|")
@@ -96,7 +96,7 @@ def _smoothness(r, panel_axes, line_axes, by_panel):
             ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0)
             style = plot.model_style(i)
             ax.scatter(x[ok], y[ok], s=10, color=style["color"], marker=style["marker"], alpha=0.7,
-                       label=label(line_axes, lkey) if line_axes else "trained")
+                       label=model_label(line_axes, lkey))
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("|g_full|")

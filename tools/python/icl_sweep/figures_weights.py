@@ -3,7 +3,7 @@ preconditioners' distance to a multiple of the identity, and [V24]'s per-layer w
 import numpy as np
 
 from . import plot
-from .groups import label
+from .groups import label, model_label
 
 MAX_HEATMAP_POINTS = 6
 
@@ -75,7 +75,7 @@ def preconditioners(r):
         values = r.sweep.analysis(series)
         for i, (key, idx) in enumerate(groups.items()):
             L = r.sweep.points["layers"][idx[0]]
-            plot.band(ax, np.arange(1, L + 1), values[idx][:, :L], label(rest, key) if rest else "trained",
+            plot.band(ax, np.arange(1, L + 1), values[idx][:, :L], model_label(rest, key),
                       **plot.model_style(i))
         ax.set_xlabel("layer l")
         plot.integer_ticks(ax)
@@ -101,7 +101,7 @@ def v24_scalars(r):
         values = r.sweep.analysis(f"v24_w_{w}")
         for i, (key, idx) in enumerate(groups.items()):
             L = r.sweep.points["layers"][idx[0]]
-            plot.band(ax, np.arange(1, L + 1), values[idx][:, :L], label(rest, key) if rest else "trained",
+            plot.band(ax, np.arange(1, L + 1), values[idx][:, :L], model_label(rest, key),
                       **plot.model_style(i))
         ax.axhline(0, color="#888888", linewidth=0.8)
         ax.set_xlabel("layer l")

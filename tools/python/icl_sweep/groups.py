@@ -81,6 +81,11 @@ def label(axes, key):
     return ", ".join(f"{a}={v}" for a, v in zip(axes, key)) if axes else "all points"
 
 
+def model_label(axes, key, prefix=""):
+    """Legend entry of a trained-model line: its options, or just 'trained' when nothing else varies."""
+    return prefix + label(axes, key) if axes else "trained"
+
+
 def stats(values):
     """Mean, min, max, standard deviation and count of the finite values (rows: replicas)."""
     values = np.asarray(values, dtype=float)

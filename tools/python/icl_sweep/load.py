@@ -34,9 +34,6 @@ class Sweep:
             self.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
             self.points = {k: _column(v) for k, v in f["points"].items()}
             self.metrics = {k: v[:] for k, v in f["metrics"].items()}
-            self.docs = {f"metrics/{k}": v.attrs.get("doc", "") for k, v in f["metrics"].items()}
-            self.docs.update({f"analysis/{k}": v.attrs.get("doc", "") for k, v in f["analysis"].items()}
-                             if "analysis" in f else {})
             self.layer_loss = f["layers/test_loss"][:]
             self.curves = {k: v[:] for k, v in f["curves"].items()}
             self.analysis_names = sorted(f["analysis"].keys()) if "analysis" in f else []
