@@ -13,6 +13,7 @@ static void usage(std::FILE* to) {
                "  train      train and evaluate one grid point (icl-sweep train --help)\n"
                "  run        run a sweep over MPI ranks: mpirun -n N icl-sweep run SPEC -o OUT.h5 (--help)\n"
                "  status     progress of a sweep, also while it runs: icl-sweep status OUT.h5\n"
+               "  verify     check a sweep's file and logs against their checksums: icl-sweep verify OUT.h5 [--repair]\n"
                "  version    print version, git revision and build flags\n");
 }
 
@@ -25,6 +26,7 @@ int main(int argc, char** argv) {
   if (cmd == "train") return icl::cli::train_main(argc - 1, argv + 1);
   if (cmd == "run") return icl::cli::run_main(argc - 1, argv + 1);
   if (cmd == "status") return icl::cli::status_main(argc - 1, argv + 1);
+  if (cmd == "verify") return icl::cli::verify_main(argc - 1, argv + 1);
   if (cmd == "version" || cmd == "--version") {
     std::printf("icl-sweep %s (git %s)\nbuild: %s\n", icl::build::version, icl::build::git_revision, icl::build::flags);
     return icl::cli::kExitOk;

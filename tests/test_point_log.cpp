@@ -1,11 +1,14 @@
-// Point logs: exact round trip; a torn last record (kill -9 mid-write), a damaged record and a foreign
-// spec are detected and skipped, and every intact record is still read.
+// Point logs: exact round trip (build identity and analysis status included); a torn last record
+// (kill -9 mid-write), a damaged record, a damaged length field and a foreign spec are detected and
+// skipped, and every intact record is still read; logs are created exclusively, never appended to
+// by another run.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
@@ -27,6 +30,8 @@ Result sample_result(int k) {
   r.P = {1, 2, 3, 4};
   r.metrics = {{"loss_gd", 0.25 * k}, {"align_gd_cos", 0.99}};
   r.series = {{"noise_sigma", {0, 0.5, 1}}, {"empty", {}}};
+  r.analysis_status = k == 2 ? AnalysisStatus::failed : AnalysisStatus::ok;
+  r.analysis_message = k == 2 ? "analysis broke" : "";
   return r;
 }
 
@@ -38,9 +43,10 @@ std::string read_all(const std::string& path) {
 TEST(PointLog, RoundTripTornTailDamageAndForeignSpec) {
   const std::string dir = ::testing::TempDir() + "/icl_log_" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0755);
-  const std::string path = dir + "/a.log";
+  std::string path;
   {
-    io::PointLog log(path);
+    io::PointLog log(dir);
+    path = log.path();
     for (int k = 0; k < 3; ++k) log.append(10 + k, 0xabc, sample_result(k));
     log.sync();
   }
@@ -57,6 +63,9 @@ TEST(PointLog, RoundTripTornTailDamageAndForeignSpec) {
   EXPECT_EQ(got.metrics, want.metrics);
   EXPECT_EQ(got.series, want.series);
   EXPECT_GT(s.points[1].finished_unix, 1.7e9);
+  EXPECT_EQ(s.points[1].build, io::build_identity());
+  EXPECT_EQ(s.points[2].result.analysis_status, AnalysisStatus::failed);
+  EXPECT_EQ(s.points[2].result.analysis_message, "analysis broke");
 
   EXPECT_EQ(io::scan_point_logs(dir, 0x123).points.size(), 0u);   // another spec's records are not taken
   EXPECT_EQ(io::scan_point_logs(dir, 0x123).problems.size(), 3u);
@@ -76,9 +85,52 @@ TEST(PointLog, RoundTripTornTailDamageAndForeignSpec) {
   EXPECT_EQ(s.points[0].index, 10);
   EXPECT_EQ(s.points[1].index, 12);
   EXPECT_EQ(s.problems.size(), 1u);
+
+  // A damaged length field: the reader resynchronises on the next record marker.
+  const size_t second = static_cast<size_t>(*reinterpret_cast<const uint64_t*>(bytes.data())) + 16;
+  damaged = bytes;
+  damaged[second + 2] ^= 0x40;   // the second record's length now points far beyond the file
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+  s = io::scan_point_logs(dir, 0xabc);
+  ASSERT_EQ(s.points.size(), 2u);
+  EXPECT_EQ(s.points[1].index, 12);
+  ASSERT_EQ(s.problems.size(), 1u);
+  EXPECT_NE(s.problems[0].find("damaged record"), std::string::npos) << s.problems[0];
   std::remove(path.c_str());
   ::rmdir(dir.c_str());
   EXPECT_TRUE(io::scan_point_logs(dir, 0xabc).points.empty());   // a missing directory is an empty scan
+}
+
+TEST(PointLog, EveryLogIsNewAndNeverAppendedAfterATornTail) {
+  const std::string dir = ::testing::TempDir() + "/icl_log2_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  std::string first;
+  {
+    io::PointLog a(dir);
+    first = a.path();
+    a.append(1, 7, sample_result(0));
+  }
+  const std::string bytes = read_all(first);
+  std::ofstream(first, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 5);   // killed mid-write
+  {
+    io::PointLog b(dir);   // the same process (same host and pid, as a container restart would give)
+    EXPECT_NE(b.path(), first);
+    b.append(2, 7, sample_result(1));
+  }
+  const io::LogScan s = io::scan_point_logs(dir, 7);
+  ASSERT_EQ(s.points.size(), 1u);
+  EXPECT_EQ(s.points[0].index, 2);
+  EXPECT_EQ(s.files, 2);
+  std::system(("rm -rf " + dir).c_str());
+}
+
+TEST(PointLog, AnotherBuildIsRecorded) {
+  const std::string rec = io::encode_point(3, 9, 1.8e9, sample_result(0), "0.0.1 (git deadbeef; other flags)");
+  io::LoggedPoint p;
+  std::string why;
+  ASSERT_TRUE(io::decode_point(rec, 9, &p, &why)) << why;
+  EXPECT_EQ(p.build, "0.0.1 (git deadbeef; other flags)");
+  EXPECT_NE(p.build, io::build_identity());
 }
 
 }  // namespace

@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <stdexcept>
 
 #include "icl/core/options.hpp"
 #include "icl/core/train.hpp"
@@ -47,6 +50,114 @@ TEST(Results, TrainedPointRoundTripsThroughHdf5) {
   EXPECT_EQ(io::read_double(f, "/weights/0/P", &dims), r.P);
   EXPECT_EQ(dims, (std::vector<uint64_t>{2, 1, 6, 6}));
   std::remove(path.c_str());
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// Three points: trained, failed (NaN everywhere but its reason), pending.  Read back, the finished rows
+// are bitwise the results written; rewritten, the file's datasets are bitwise the same; a flipped byte
+// is named by verify; a failed point stores NaN, never zeros.
+TEST(Results, FinishedRowsReadBackBitwiseAndDamageIsNamed) {
+  Point p;
+  ASSERT_EQ(point_set(p, "steps", "20"), "");
+  ASSERT_EQ(point_set(p, "eval_every", "10"), "");
+  ASSERT_EQ(point_set(p, "batch", "32"), "");
+  ASSERT_EQ(point_set(p, "eval_tasks", "50"), "");
+  Result ok = train_point(p);
+  ASSERT_EQ(ok.status, Status::ok);
+  ok.message = "row-zero-marker";
+  const std::vector<Result> rs = {ok, failed_result("row-one-marker"), pending_result()};
+  const std::string path = ::testing::TempDir() + "/icl_results_rt_" + std::to_string(::getpid()) + ".h5";
+  std::remove(path.c_str());
+  io::write_results_file(path, {p, p, p}, rs, "spec");
+  {
+    const io::File f = io::File::open_read(path);
+    for (const char* m : {"test_loss", "train_loss", "steps_done", "wall_seconds"})
+      EXPECT_TRUE(std::isnan(io::read_double(f, std::string("/metrics/") + m)[1])) << m;
+    EXPECT_EQ(io::read_strings(f, "/points/message")[1], "row-one-marker");
+    EXPECT_EQ(io::read_strings(f, "/points/analysis_status")[0], "ok");
+  }
+  io::Verification v;
+  const std::vector<Result> back = io::read_results_file(path, &v);
+  EXPECT_TRUE(v.problems.empty()) << v.problems[0];
+  EXPECT_TRUE(v.attributes_intact);
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[0].theta, ok.theta);
+  EXPECT_EQ(back[0].P, ok.P);
+  EXPECT_EQ(back[0].curve_step, ok.curve_step);
+  EXPECT_EQ(back[0].curve_test_loss, ok.curve_test_loss);
+  EXPECT_EQ(back[0].layer_test_loss, ok.layer_test_loss);
+  for (const auto& [k, x] : ok.metrics) EXPECT_EQ(std::memcmp(&back[0].metrics.at(k), &x, 8), 0) << k;
+  EXPECT_EQ(back[1].status, Status::failed);
+  EXPECT_EQ(back[2].status, Status::pending);
+  const std::string again = path + ".again.h5";
+  io::write_results_file(again, {p, p, p}, back, "spec");
+  for (const char* d : {"/metrics/test_loss", "/metrics/loss_gd", "/analysis/noise_loss_tf", "/curves/test_loss", "/layers/test_loss",
+                        "/weights/0/theta", "/points/row_digest"})
+  {
+    const std::vector<double> x = io::read_double(io::File::open_read(again), d), y = io::read_double(io::File::open_read(path), d);
+    EXPECT_TRUE(x.size() == y.size() && std::memcmp(x.data(), y.data(), 8 * x.size()) == 0) << d;   // bitwise, NaNs too
+  }
+
+  // One flipped byte in a stored string: verify names the row.
+  std::string bytes = slurp(path);
+  const size_t at = bytes.find("row-one-marker");
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 4] ^= 0x01;
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  v = io::verify_results_file(path);
+  EXPECT_TRUE(v.row_intact[0]);
+  EXPECT_FALSE(v.row_intact[1]);
+  ASSERT_FALSE(v.problems.empty());
+  EXPECT_NE(v.problems.back().find("damaged: 1"), std::string::npos) << v.problems.back();
+  // One flipped byte in a stored number: HDF5's Fletcher32 refuses the chunk, verify names the dataset.
+  bytes = slurp(again);
+  const double loss = ok.test_loss;
+  std::string needle(reinterpret_cast<const char*>(&loss), 8);
+  const size_t num = bytes.find(needle);
+  ASSERT_NE(num, std::string::npos);
+  bytes[num + 3] ^= 0x10;
+  std::ofstream(again, std::ios::binary | std::ios::trunc) << bytes;
+  v = io::verify_results_file(again);
+  ASSERT_FALSE(v.problems.empty());
+  EXPECT_FALSE(v.row_intact[0]);
+  std::remove(path.c_str());
+  std::remove(again.c_str());
+}
+
+struct FailAt : StageHook {
+  std::string stage;
+  explicit FailAt(std::string s) : stage(std::move(s)) {}
+  void enter(const char* s) override {
+    if (stage == s) throw std::runtime_error("boom in " + stage);
+  }
+};
+
+// A failing analysis keeps the training (weights, losses, curves); a failing training is NaN + reason.
+TEST(Results, FailuresKeepWhatFinishedAndAreNeverZeros) {
+  Point p;
+  ASSERT_EQ(point_set(p, "steps", "20"), "");
+  ASSERT_EQ(point_set(p, "batch", "32"), "");
+  ASSERT_EQ(point_set(p, "eval_tasks", "50"), "");
+  const Result good = train_point(p);
+  FailAt in_analysis("analysis"), in_train("train");
+  const Result a = train_point(p, nullptr, &in_analysis);
+  EXPECT_EQ(a.status, Status::ok);
+  EXPECT_EQ(a.analysis_status, AnalysisStatus::failed);
+  EXPECT_EQ(a.analysis_message, "boom in analysis");
+  EXPECT_EQ(a.theta, good.theta);
+  EXPECT_EQ(a.test_loss, good.test_loss);
+  EXPECT_EQ(a.curve_test_loss, good.curve_test_loss);
+  EXPECT_TRUE(a.metrics.empty());
+  EXPECT_EQ(good.analysis_status, AnalysisStatus::ok);
+  const Result t = train_point(p, nullptr, &in_train);
+  EXPECT_EQ(t.status, Status::failed);
+  EXPECT_EQ(t.message, "boom in train");
+  EXPECT_TRUE(std::isnan(t.test_loss) && std::isnan(t.train_loss) && std::isnan(t.seconds_total));
+  EXPECT_LT(t.steps_done, 0);   // unknown: stored as NaN
 }
 
 TEST(Results, UnwritableDestinationThrowsAndLeavesNothing) {

@@ -1,21 +1,19 @@
 // icl-sweep run SPEC -o OUT.h5: the sweep driver, read top to bottom.
-//   prolog:  parse and validate the spec (every rank, identically); decide about OUT.h5 (rank 0:
-//            refuse to clobber, check the spec of a resumed run, take the lock); write the plan.
+//   prolog:  parse and validate the spec (every rank, identically); rank 0 prepares the output
+//            (sweep_output.hpp: refuse to clobber, lock, check the spec and builds of a resumed run,
+//            take OUT.h5's finished rows into the logs) and writes the plan.
 //   loop:    every rank takes the next point of the longest-first order from a shared counter, skips
 //            it if it finished in an earlier run (rank 0 read the logs and broadcast the set), trains it
-//            and appends it to its own log.
+//            and appends it to its own log; rank 0's monitor thread prints progress and re-merges the
+//            logs into OUT.h5 every --merge-every seconds, so a running sweep can be reported.
 //   epilog:  rank 0 merges the logs into OUT.h5 (complete, or incomplete after a signal).
 // Durability: a finished point is appended, as one self-checking record, to its rank's log in
 // OUT.h5.points/ at once, so kill -9 loses only the points in flight (a torn last record is detected and
 // recomputed); each rank fdatasyncs its log at most once a second and at the end, so a node crash loses
-// at most about a second of results.  SIGTERM / SIGUSR1 / SIGINT stop handing out
-// points, abandon the ones in flight at their next step, merge what is done and exit 0.
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
+// at most about a second of results.  SIGTERM / SIGUSR1 / SIGINT stop handing out points, abandon the
+// ones in flight at their next step, merge what is done and exit 0.  An I/O failure on any rank (disk
+// full, ...) stops the whole sweep: every rank exits 1, everything stored stays, --resume continues.
+#include <algorithm>
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -23,14 +21,15 @@
 #include <cstdio>
 #include <ctime>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
+#include "icl/cli/sweep_output.hpp"
 #include "icl/core/options.hpp"
-#include "icl/io/h5.hpp"
+#include "icl/io/io_error.hpp"
 #include "icl/io/point_log.hpp"
-#include "icl/io/results.hpp"
 #include "icl/parallel/parallel.hpp"
 #include "icl/sweep/grid.hpp"
 
@@ -43,12 +42,6 @@ std::atomic<bool> g_stop{false};
 extern "C" void on_stop_signal(int) { g_stop.store(true); }
 
 using io::utc_now;
-
-std::string log_path(const std::string& dir) {
-  char host[256] = "host";
-  ::gethostname(host, sizeof host - 1);
-  return dir + "/" + host + "-" + std::to_string(::getpid()) + ".log";
-}
 
 std::string default_spec() {
   for (const std::string& p : {std::string("jobs/presets/quickstart.ini"), std::string(ICL_SOURCE_DIR) + "/jobs/presets/quickstart.ini"})
@@ -100,70 +93,28 @@ void print_summary(const sweep::Grid& g, const std::vector<Result>& results) {
   if (g.points.size() > 200) std::printf("... (%zu points in all)\n", g.points.size());
 }
 
-// Rank 0's decision about OUT.h5 before any work: 0 go, 2 refuse (message printed).
-int prepare_output(const std::string& out, bool resume, bool force, uint64_t hash, int* lock_fd) {
-  const std::string dir = out + ".points";
-  const std::string parent = out.find('/') == std::string::npos ? "." : out.substr(0, out.rfind('/'));
-  if (!path_exists(parent.empty() ? "/" : parent)) {
-    std::cerr << "icl-sweep run: option 'output' = '" << out << "': directory '" << parent << "' does not exist\n";
-    return 2;
-  }
-  *lock_fd = ::open((out + ".lock").c_str(), O_RDWR | O_CREAT, 0644);
-  if (*lock_fd < 0 || ::flock(*lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    std::cerr << "icl-sweep run: option 'output' = '" << out << "': another icl-sweep run is writing it (lock "
-              << out << ".lock is held)\n";
-    return 2;
-  }
-  const bool there = path_exists(out) || path_exists(dir);
-  if (there && !resume && !force) {
-    std::cerr << "icl-sweep run: option 'output' = '" << out
-              << "': the sweep output exists; pass --resume to continue it or --force to start over\n";
-    return 2;
-  }
-  if (there && force) {
-    std::remove(out.c_str());
-    if (DIR* d = ::opendir(dir.c_str())) {
-      while (const dirent* e = ::readdir(d))
-        if (e->d_name[0] != '.') std::remove((dir + "/" + e->d_name).c_str());
-      ::closedir(d);
+// Test hook (ICL_SWEEP_FAULTS="train:3,7 analysis:5"): those points' training or analysis throws, to
+// exercise the failure paths of a real sweep.
+struct InjectedFaults : StageHook {
+  std::vector<int64_t> train, analysis;
+  int64_t point = -1;
+  explicit InjectedFaults(const char* spec) {
+    std::istringstream in(spec ? spec : "");
+    for (std::string item; in >> item;) {
+      const size_t colon = item.find(':');
+      if (colon == std::string::npos) continue;
+      std::vector<int64_t>& into = item.compare(0, colon, "train") == 0 ? train : analysis;
+      std::istringstream list(item.substr(colon + 1));
+      for (std::string k; std::getline(list, k, ',');) into.push_back(std::stoll(k));
     }
   }
-  if (resume && path_exists(out) && !force) {
-    try {
-      const io::File f = io::File::open_read(out);
-      const std::string old = io::get_attr_string(f, "/", "spec_hash");
-      char want[32];
-      std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(hash));
-      if (old != want) {
-        std::cerr << "icl-sweep run: --resume: '" << out << "' was written by a different spec (hash " << old
-                  << ", this spec " << want << "); use the original spec, or --force to start over\n";
-        return 2;
-      }
-    } catch (const std::exception& e) {
-      std::cerr << "icl-sweep run: warning: '" << out << "' is unreadable (" << e.what()
-                << "); recovering the finished points from " << dir << "/\n";
-    }
+  bool any() const { return !train.empty() || !analysis.empty(); }
+  void enter(const char* stage) override {
+    const std::vector<int64_t>& at = std::string(stage) == "train" ? train : analysis;
+    if (std::find(at.begin(), at.end(), point) != at.end())
+      throw std::runtime_error(std::string("injected fault in ") + stage + " (ICL_SWEEP_FAULTS)");
   }
-  ::mkdir(dir.c_str(), 0755);
-  return 0;
-}
-
-// The results so far from the logs (the first intact record of a point wins); problems are reported.
-std::vector<Result> gather(const sweep::Grid& g, const std::string& dir, uint64_t hash, int* done, bool report) {
-  std::vector<Result> results(g.points.size(), pending_result());
-  std::vector<bool> have(g.points.size(), false);
-  io::LogScan scan = io::scan_point_logs(dir, hash);
-  *done = 0;
-  for (io::LoggedPoint& p : scan.points)
-    if (p.index >= 0 && p.index < static_cast<int64_t>(have.size()) && !have[p.index]) {
-      have[p.index] = true;
-      results[p.index] = std::move(p.result);
-      ++*done;
-    }
-  if (report)
-    for (const std::string& w : scan.problems) std::fprintf(stderr, "icl-sweep: warning: %s: recomputed\n", w.c_str());
-  return results;
-}
+};
 
 }  // namespace
 
@@ -183,6 +134,10 @@ int run_main(int argc, char** argv) {
       "dry-run", po::bool_switch(), "print the number of points, the axes and an estimated cost, and exit")(
       "quiet", po::bool_switch(), "no progress lines, no summary table")(
       "progress", po::value<double>()->default_value(10.0), "seconds between progress lines (0 = none)");
+  desc.add_options()("merge-every", po::value<double>()->default_value(60.0),
+                     "seconds between merges of the finished points into OUTPUT while the sweep runs (0 = only at the end)")(
+      "retry-failed", po::bool_switch(), "with --resume: recompute points that failed and points whose analysis failed")(
+      "allow-mixed-builds", po::bool_switch(), "with --resume: accept points computed by another build of icl-sweep");
   for (const OptionDef& o : option_table())
     desc.add_options()(o.name.c_str(), po::value<std::vector<std::string>>()->multitoken(), (o.help + " (overrides the spec)").c_str());
   desc.add_options()("repeats", po::value<std::vector<std::string>>(), "replicas of every combination (overrides the spec)")(
@@ -227,131 +182,157 @@ int run_main(int argc, char** argv) {
     if (root) print_dry_run(spec, grid);
     return finish(kExitOk);
   }
-  const uint64_t hash = sweep::spec_hash(spec.text);
-  char hash_text[32];
-  std::snprintf(hash_text, sizeof hash_text, "%016llx", static_cast<unsigned long long>(hash));
-  const std::string dir = out + ".points";
+  const double merge_every = vm["merge-every"].as<double>();
+  if (!(merge_every >= 0) || merge_every > 1e9) {
+    if (root) std::cerr << "icl-sweep run: option 'merge-every' = '" << merge_every << "': must be a number of seconds >= 0\n";
+    return finish(kExitUsage);
+  }
   const bool quiet = vm["quiet"].as<bool>();
-
-  // Prolog: rank 0 decides about the output and writes the plan.
-  int lock_fd = -1, code = 0;
-  std::vector<uint8_t> finished(grid.points.size(), 0);   // points done in earlier runs
+  OutputOptions opt;
+  opt.resume = vm["resume"].as<bool>();
+  opt.force = vm["force"].as<bool>();
+  opt.retry_failed = vm["retry-failed"].as<bool>();
+  opt.allow_mixed_builds = vm["allow-mixed-builds"].as<bool>();
+  SweepOutput output(out, grid, spec.text);
   const std::string started = utc_now();
   io::Attributes attrs;
-  attrs.text = {{"spec_hash", hash_text}, {"spec_file", spec_path}, {"started_utc", started}};
+  attrs.text = {{"spec_file", spec_path}, {"started_utc", started}};
   attrs.integer = {{"rank_count", par::size()}};
+
+  // Prolog: rank 0 prepares the output and writes the plan.
+  int code = 0;
+  std::vector<uint8_t> finished_before(grid.points.size(), 0);   // points done in earlier runs
   if (root) {
-    code = prepare_output(out, vm["resume"].as<bool>(), vm["force"].as<bool>(), hash, &lock_fd);
-    if (code == 0) {
-      int done = 0;
-      const std::vector<Result> now = gather(grid, dir, hash, &done, true);
-      for (size_t i = 0; i < now.size(); ++i) finished[i] = now[i].status != Status::pending;
-      io::Attributes a = attrs;
-      a.text.push_back({"sweep_state", "running"});
-      try {
-        io::write_results_file(out, grid.points, now, spec.text, a, grid.replica);
-      } catch (const std::exception& e) {
-        std::cerr << "icl-sweep run: cannot write '" << out << "': " << e.what() << "\n";
-        code = 1;
+    try {
+      code = output.prepare(opt);
+      if (code == 0) {
+        int done = 0;
+        std::vector<std::string> problems;
+        const std::vector<Result> now = output.gather(opt.retry_failed, &done, &problems);
+        for (const std::string& w : problems) std::fprintf(stderr, "icl-sweep: warning: %s: recomputed\n", w.c_str());
+        for (size_t i = 0; i < now.size(); ++i) finished_before[i] = finished(now[i], opt.retry_failed);
+        output.write(now, "running", attrs);
+        if (!quiet)
+          std::printf("icl-sweep: %zu points on %d rank%s, %d already done; results in %s\n", grid.points.size(), par::size(),
+                      par::size() > 1 ? "s" : "", done, out.c_str());
       }
-      if (!quiet && code == 0)
-        std::printf("icl-sweep: %zu points on %d rank%s, %d already done; results in %s\n", grid.points.size(), par::size(),
-                    par::size() > 1 ? "s" : "", done, out.c_str());
-      std::fflush(stdout);
+    } catch (const io::IoError& e) {
+      std::cerr << "icl-sweep run: I/O error: " << e.what() << "\n";
+      code = kExitFailure;
     }
+    std::fflush(stdout);
   }
   code = par::max_int(code);
   if (code != 0) return finish(code);
-  par::broadcast(finished);
+  par::broadcast(finished_before);
 
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGTERM, SIGUSR1, SIGINT}) ::sigaction(s, &sa, nullptr);
 
-  // Progress (rank 0, a thread that only reads the logs: it never calls MPI).
+  // Monitor (rank 0, a thread that only reads the logs and rewrites OUT.h5: it never calls MPI, and
+  // rank 0's main thread does no HDF5 during the loop): progress lines and live merges.
   std::atomic<bool> loop_over{false};
-  std::thread progress;
-  const double every = vm["progress"].as<double>();
-  if (root && !quiet && every > 0) {
-    progress = std::thread([&, every] {
+  std::thread monitor;
+  const double every = quiet ? 0.0 : vm["progress"].as<double>();
+  if (root && (every > 0 || merge_every > 0)) {
+    monitor = std::thread([&, every] {
       const auto t0 = std::chrono::steady_clock::now();
       int at_start = 0;
-      for (uint8_t f : finished) at_start += f;
-      auto last = t0;
+      for (uint8_t f : finished_before) at_start += f;
+      auto last_print = t0, last_merge = t0;
       while (!loop_over.load()) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
         const auto now = std::chrono::steady_clock::now();
-        if (std::chrono::duration<double>(now - last).count() < every) continue;
-        last = now;
+        const bool print = every > 0 && std::chrono::duration<double>(now - last_print).count() >= every;
+        const bool merge = merge_every > 0 && std::chrono::duration<double>(now - last_merge).count() >= merge_every;
+        if (!print && !merge) continue;
         int done = 0;
-        gather(grid, dir, hash, &done, false);
-        const double secs = std::chrono::duration<double>(now - t0).count();
-        const double rate = (done - at_start) / secs;
-        const double left = static_cast<double>(grid.points.size()) - done;
-        std::printf("icl-sweep: %d/%zu points done, %.2f points/s, ETA %s\n", done, grid.points.size(), rate,
-                    rate > 0 ? (std::to_string(static_cast<long long>(left / rate)) + " s").c_str() : "unknown");
-        std::fflush(stdout);
+        const std::vector<Result> so_far = output.gather(opt.retry_failed, &done);
+        if (merge) {
+          last_merge = now;
+          try {
+            output.write(so_far, "running", attrs);
+          } catch (const io::IoError& e) {   // the logs hold every result; the final merge reports
+            std::fprintf(stderr, "icl-sweep: warning: live merge into %s failed: %s\n", out.c_str(), e.what());
+          }
+        }
+        if (print) {
+          last_print = now;
+          const double secs = std::chrono::duration<double>(now - t0).count();
+          const double rate = (done - at_start) / secs;
+          const double left = static_cast<double>(grid.points.size()) - done;
+          std::printf("icl-sweep: %d/%zu points done, %.2f points/s, ETA %s\n", done, grid.points.size(), rate,
+                      rate > 0 ? (std::to_string(static_cast<long long>(left / rate)) + " s").c_str() : "unknown");
+          std::fflush(stdout);
+        }
       }
     });
   }
 
   // Loop: every rank takes the next point of the longest-first order.
   int64_t trained = 0;
+  int io_failed = 0;
+  InjectedFaults faults(std::getenv("ICL_SWEEP_FAULTS"));
   const auto loop_start = std::chrono::steady_clock::now();
   {
-    io::PointLog log(log_path(dir));
-    auto last_sync = std::chrono::steady_clock::now();
     par::Counter counter;
-    while (!g_stop.load()) {
-      const int64_t k = counter.next();
-      if (k >= static_cast<int64_t>(grid.order.size())) break;
-      const int64_t i = grid.order[k];
-      if (finished[i]) continue;
-      const Result r = train_point(grid.points[i], &g_stop);
-      if (r.status == Status::cancelled) break;
-      try {
-        log.append(i, hash, r);
+    try {
+      io::PointLog log(output.dir());
+      auto last_sync = std::chrono::steady_clock::now();
+      while (!g_stop.load()) {
+        const int64_t k = counter.next();
+        if (k >= static_cast<int64_t>(grid.order.size())) break;
+        const int64_t i = grid.order[k];
+        if (finished_before[i]) continue;
+        faults.point = i;
+        const Result r = train_point(grid.points[i], &g_stop, faults.any() ? &faults : nullptr);
+        if (r.status == Status::cancelled) break;
+        log.append(i, output.hash(), r);
         if (std::chrono::steady_clock::now() - last_sync > std::chrono::seconds(1)) {
           log.sync();
           last_sync = std::chrono::steady_clock::now();
         }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "icl-sweep: rank %d: cannot store point %lld: %s\n", par::rank(), static_cast<long long>(i), e.what());
-        g_stop.store(true);
+        ++trained;
       }
-      ++trained;
+      log.sync();
+    } catch (const io::IoError& e) {
+      std::fprintf(stderr, "icl-sweep run: rank %d: I/O error: %s; stopping the sweep (what is stored stays: --resume continues)\n",
+                   par::rank(), e.what());
+      io_failed = 1;
+      counter.exhaust();
     }
-    log.sync();
   }
   par::barrier();
   const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
   const int stopped = par::max_int(g_stop.load() ? 1 : 0);
   const int64_t trained_all = par::sum_int64(trained);
+  code = par::max_int(io_failed ? kExitFailure : 0);
   loop_over.store(true);
-  if (progress.joinable()) progress.join();
+  if (monitor.joinable()) monitor.join();
 
   // Epilog: rank 0 merges the logs into OUT.h5.
   if (root) {
     int done = 0;
-    const std::vector<Result> results = gather(grid, dir, hash, &done, false);
+    const std::vector<Result> results = output.gather(opt.retry_failed, &done);
     const bool complete = done == static_cast<int>(grid.points.size());
     io::Attributes a = attrs;
-    a.text.push_back({"sweep_state", complete ? "complete" : "incomplete"});
     a.text.push_back({"ended_utc", utc_now()});
     try {
-      io::write_results_file(out, grid.points, results, spec.text, a, grid.replica);
-    } catch (const std::exception& e) {
-      std::cerr << "icl-sweep run: cannot write '" << out << "': " << e.what() << "\n";
-      code = 1;
+      output.write(results, complete ? "complete" : "incomplete", a);
+    } catch (const io::IoError& e) {
+      std::cerr << "icl-sweep run: I/O error: cannot write '" << out << "': " << e.what()
+                << " (every finished point is kept in " << output.dir() << "/: --resume writes it once there is space)\n";
+      code = kExitFailure;
     }
     if (!quiet && complete && code == 0) print_summary(grid, results);
-    if (!quiet || !complete)
+    if (code == 0 && (!quiet || !complete))
       std::printf("icl-sweep: %d/%zu points done (%lld trained in this run, %.2f s, %.0f points/s)%s; wrote %s\n", done,
                   grid.points.size(), static_cast<long long>(trained_all), loop_seconds, trained_all / std::max(loop_seconds, 1e-9),
                   complete ? "" : (stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
                   out.c_str());
-    if (lock_fd >= 0) ::close(lock_fd);
+    std::fflush(stdout);
   }
   return finish(par::max_int(code));
 }

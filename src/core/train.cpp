@@ -26,8 +26,9 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 template <class T>
-Result train_typed(const Point& p, const std::atomic<bool>* cancel) {
+Result train_typed(const Point& p, const std::atomic<bool>* cancel, StageHook* hook) {
   const auto t_start = Clock::now();
+  if (hook) hook->enter("train");
   Result r;
   const TaskLaw law = make_task_law(p);
   Objective<T> objective(p);
@@ -117,7 +118,21 @@ Result train_typed(const Point& p, const std::atomic<bool>* cancel) {
   if (r.status == Status::ok) {
     r.layer_test_loss = layer_loss;
     r.test_loss = layer_loss[p.layers - 1];
-    if (p.analysis) analyse_point(p, law, theta, eval_set, r);
+    if (p.analysis) {
+      // A failing analysis keeps the trained weights and the training metrics.
+      auto trained_metrics = r.metrics;
+      auto trained_series = r.series;
+      try {
+        if (hook) hook->enter("analysis");
+        analyse_point(p, law, theta, eval_set, r);
+        r.analysis_status = AnalysisStatus::ok;
+      } catch (const std::exception& e) {
+        r.analysis_status = AnalysisStatus::failed;
+        r.analysis_message = e.what();
+        r.metrics = std::move(trained_metrics);   // no half-finished analysis
+        r.series = std::move(trained_series);
+      }
+    }
   } else {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     r.layer_test_loss.assign(p.layers, nan);
@@ -140,6 +155,15 @@ const char* status_name(Status s) {
   return "?";
 }
 
+const char* analysis_status_name(AnalysisStatus s) {
+  switch (s) {
+    case AnalysisStatus::skipped: return "skipped";
+    case AnalysisStatus::ok: return "ok";
+    case AnalysisStatus::failed: return "failed";
+  }
+  return "?";
+}
+
 double model_flops_per_task(const Point& p) {
   const double D = p.d + 1, N = p.n + 1, n = p.n, H = p.heads;
   double per_layer;
@@ -156,19 +180,24 @@ Result pending_result() {
   Result r;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   r.status = Status::pending;
+  r.steps_done = -1;   // unknown: stored as NaN
   r.test_loss = r.train_loss = nan;
   r.seconds_train = r.seconds_eval = r.seconds_total = r.flops_per_step = nan;
   return r;
 }
 
-Result train_point(const Point& p, const std::atomic<bool>* cancel) {
+Result failed_result(const std::string& why) {
+  Result r = pending_result();
+  r.status = Status::failed;
+  r.message = why;
+  return r;
+}
+
+Result train_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hook) {
   try {
-    return p.precision == Precision::f32 ? train_typed<float>(p, cancel) : train_typed<double>(p, cancel);
+    return p.precision == Precision::f32 ? train_typed<float>(p, cancel, hook) : train_typed<double>(p, cancel, hook);
   } catch (const std::exception& e) {
-    Result r;
-    r.status = Status::failed;
-    r.message = e.what();
-    return r;
+    return failed_result(e.what());
   }
 }
 

@@ -114,8 +114,18 @@ void write_dataset(File& f, const std::string& path, hid_t file_type, hid_t mem_
     fail("dims do not multiply to the number of elements (" + std::to_string(n) + ")", ctx);
   Object space = simple_space(dims, nullptr, ctx);
   Object lcpl = intermediate_lcpl(ctx);
+  // Numbers are chunked with HDF5's Fletcher32 checksum: a damaged chunk fails to read (here, in h5py,
+  // anywhere) instead of returning other values.  Chunks of about 1 MiB along the first dimension.
+  Object dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", ctx);
+  if (n > 0 && H5Tget_class(file_type) != H5T_STRING) {   // (HDF5 filters cannot take variable-length data)
+    std::vector<hsize_t> chunk = to_hsize(dims);
+    const uint64_t row_bytes = product(dims.begin() + 1, dims.end()) * H5Tget_size(file_type);
+    chunk[0] = std::max<hsize_t>(1, std::min<hsize_t>(dims[0], (1u << 20) / std::max<uint64_t>(row_bytes, 1)));
+    check(H5Pset_chunk(dcpl.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk", ctx);
+    check(H5Pset_fletcher32(dcpl.id()), "H5Pset_fletcher32", ctx);
+  }
   Object ds =
-      own(H5Dcreate2(f.id(), path.c_str(), file_type, space.id(), lcpl.id(), H5P_DEFAULT, H5P_DEFAULT),
+      own(H5Dcreate2(f.id(), path.c_str(), file_type, space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT),
           "H5Dcreate2", ctx);
   // HDF5 rejects a null buffer even for zero elements, and empty vectors may have one.
   if (n > 0) check(H5Dwrite(ds.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), "H5Dwrite", ctx);
@@ -478,6 +488,37 @@ void set_attr(File& f, const std::string& obj_path, const std::string& name,
               const std::vector<double>& value) {
   const std::vector<uint64_t> dims{value.size()};
   write_attr(f, obj_path, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, value.data(), &dims);
+}
+
+Type dataset_type(const File& f, const std::string& path) {
+  const std::string ctx = where(f, path);
+  Object ds = open_dataset(f, path, ctx);
+  Object type = own(H5Dget_type(ds.id()), "H5Dget_type", ctx);
+  switch (H5Tget_class(type.id())) {
+    case H5T_INTEGER: return Type::i64;
+    case H5T_FLOAT: return H5Tget_size(type.id()) == 4 ? Type::f32 : Type::f64;
+    case H5T_STRING: return Type::str;
+    default: fail("not a numeric or string dataset", ctx);
+  }
+}
+
+std::vector<std::string> attr_names(const File& f, const std::string& obj_path) {
+  const std::string ctx = where(f, obj_path);
+  Object obj = own(H5Oopen(f.id(), obj_path.c_str(), H5P_DEFAULT), "H5Oopen", ctx);
+  std::vector<std::string> names;
+  const auto add = [](hid_t, const char* name, const H5A_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->push_back(name);
+    return 0;
+  };
+  check(H5Aiterate2(obj.id(), H5_INDEX_NAME, H5_ITER_INC, nullptr, add, &names), "H5Aiterate2", ctx);
+  return names;
+}
+
+bool attr_is_string(const File& f, const std::string& obj_path, const std::string& name) {
+  const std::string ctx = where(f, obj_path, name);
+  Object attr = open_attr(f, obj_path, name, ctx);
+  Object type = own(H5Aget_type(attr.id()), "H5Aget_type", ctx);
+  return H5Tget_class(type.id()) == H5T_STRING;
 }
 
 bool has_attr(const File& f, const std::string& obj_path, const std::string& name) {

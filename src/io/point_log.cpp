@@ -1,7 +1,7 @@
 // Record layout (little-endian, native doubles): u64 payload length, payload, u64 checksum of the
-// length and payload (SplitMix64 chain).  Payload: "ICLPT002", u64 spec hash, i64 index, f64 finish
-// time (Unix seconds), then the Result's fields in declaration order (strings and vectors
-// length-prefixed, maps as count + (name, value) pairs).
+// length and payload (SplitMix64 chain).  Payload: "ICLPT003", u64 spec hash, i64 index, f64 finish
+// time (Unix seconds), the build identity, then the Result's fields in for_each_field order (strings
+// and vectors length-prefixed, enums as i32, maps as count + (name, value) pairs).
 #include "icl/io/point_log.hpp"
 
 #include <dirent.h>
@@ -9,17 +9,21 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-#include <stdexcept>
 
+#include "icl/build_info.hpp"
 #include "icl/core/rng.hpp"
+#include "icl/io/io_error.hpp"
 
 namespace icl::io {
 namespace {
 
-constexpr char kMagic[9] = "ICLPT002";
+constexpr char kMagic[9] = "ICLPT003";
+constexpr size_t kFrame = 16;   // length + checksum
 
 uint64_t checksum(const char* data, size_t n) {
   uint64_t h = 0x6a09e667f3bcc908ULL;
@@ -37,11 +41,20 @@ struct Writer {
   std::string out;
   template <class V>
   void pod(V v) { out.append(reinterpret_cast<const char*>(&v), sizeof v); }
-  void str(const std::string& s) { pod<uint64_t>(s.size()); out += s; }
+  void operator()(const char*, int64_t v) { pod(v); }
+  void operator()(const char*, double v) { pod(v); }
+  void operator()(const char*, Status v) { pod(static_cast<int32_t>(v)); }
+  void operator()(const char*, AnalysisStatus v) { pod(static_cast<int32_t>(v)); }
+  void operator()(const char*, const std::string& s) { pod<uint64_t>(s.size()); out += s; }
   template <class V>
-  void vec(const std::vector<V>& v) {
+  void operator()(const char*, const std::vector<V>& v) {
     pod<uint64_t>(v.size());
     out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(V));
+  }
+  template <class V>
+  void operator()(const char* name, const std::map<std::string, V>& m) {
+    pod<uint64_t>(m.size());
+    for (const auto& [k, v] : m) { (*this)(name, k); (*this)(name, v); }
   }
 };
 
@@ -57,53 +70,78 @@ struct Reader {
     at += sizeof v;
     return v;
   }
-  std::string str() {
+  void operator()(const char*, int64_t& v) { v = pod<int64_t>(); }
+  void operator()(const char*, double& v) { v = pod<double>(); }
+  void operator()(const char*, Status& v) {
+    const int32_t k = pod<int32_t>();
+    if (k < 0 || k > static_cast<int32_t>(Status::cancelled)) ok = false;
+    v = static_cast<Status>(k);
+  }
+  void operator()(const char*, AnalysisStatus& v) {
+    const int32_t k = pod<int32_t>();
+    if (k < 0 || k > static_cast<int32_t>(AnalysisStatus::failed)) ok = false;
+    v = static_cast<AnalysisStatus>(k);
+  }
+  void operator()(const char*, std::string& s) {
     const uint64_t n = pod<uint64_t>();
-    if (!ok || n > in.size() - at) { ok = false; return ""; }
-    std::string s = in.substr(at, n);
+    if (!ok || n > in.size() - at) { ok = false; return; }
+    s = in.substr(at, n);
     at += n;
-    return s;
   }
   template <class V>
-  std::vector<V> vec() {
+  void operator()(const char*, std::vector<V>& v) {
     const uint64_t n = pod<uint64_t>();
-    if (!ok || n > (in.size() - at) / sizeof(V)) { ok = false; return {}; }
-    std::vector<V> v(n);
+    if (!ok || n > (in.size() - at) / sizeof(V)) { ok = false; return; }
+    v.resize(n);
     std::memcpy(v.data(), in.data() + at, n * sizeof(V));
     at += n * sizeof(V);
-    return v;
+  }
+  template <class V>
+  void operator()(const char* name, std::map<std::string, V>& m) {
+    for (uint64_t n = pod<uint64_t>(), i = 0; ok && i < n; ++i) {
+      std::string k;
+      (*this)(name, k);
+      (*this)(name, m[k]);
+    }
   }
 };
 
+std::string read_all(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The complete, checksummed record starting at `at`, or 0.
+size_t record_at(const std::string& all, size_t at) {
+  if (all.size() - at < kFrame) return 0;
+  uint64_t len, sum;
+  std::memcpy(&len, all.data() + at, 8);
+  if (len > all.size() - at - kFrame) return 0;
+  std::memcpy(&sum, all.data() + at + 8 + len, 8);
+  return sum == checksum(all.data() + at, 8 + len) ? len + kFrame : 0;
+}
+
 }  // namespace
 
-std::string encode_point(int64_t index, uint64_t spec_hash, double finished_unix, const Result& r) {
+IoError io_error(const std::string& what, const std::string& path) {
+  return IoError(what + " " + path + ": " + std::strerror(errno));
+}
+
+std::string build_identity() {
+  return std::string(build::version) + " (git " + build::git_revision + "; " + build::flags + ")";
+}
+
+std::string encode_point(int64_t index, uint64_t spec_hash, double finished_unix, const Result& r, const std::string& build) {
   Writer w;
   w.pod<uint64_t>(0);   // length, filled in below
   w.out.append(kMagic, 8);
   w.pod<uint64_t>(spec_hash);
   w.pod<int64_t>(index);
   w.pod<double>(finished_unix);
-  w.pod<int32_t>(static_cast<int32_t>(r.status));
-  w.str(r.message);
-  w.pod<int64_t>(r.steps_done);
-  w.pod<double>(r.test_loss);
-  w.pod<double>(r.train_loss);
-  w.vec(r.layer_test_loss);
-  w.vec(r.curve_step);
-  w.vec(r.curve_train_loss);
-  w.vec(r.curve_test_loss);
-  w.vec(r.theta);
-  w.vec(r.P);
-  w.vec(r.Q);
-  w.pod<double>(r.seconds_train);
-  w.pod<double>(r.seconds_eval);
-  w.pod<double>(r.seconds_total);
-  w.pod<double>(r.flops_per_step);
-  w.pod<uint64_t>(r.metrics.size());
-  for (const auto& [k, v] : r.metrics) { w.str(k); w.pod<double>(v); }
-  w.pod<uint64_t>(r.series.size());
-  for (const auto& [k, v] : r.series) { w.str(k); w.vec(v); }
+  w("build", build);
+  for_each_field(r, w);
   const uint64_t len = w.out.size() - 8;
   std::memcpy(w.out.data(), &len, 8);
   w.pod<uint64_t>(checksum(w.out.data(), w.out.size()));
@@ -111,55 +149,37 @@ std::string encode_point(int64_t index, uint64_t spec_hash, double finished_unix
 }
 
 bool decode_point(const std::string& record, uint64_t spec_hash, LoggedPoint* out, std::string* why) {
-  if (record.size() < 16) { *why = "torn record"; return false; }
-  uint64_t len, sum;
-  std::memcpy(&len, record.data(), 8);
-  std::memcpy(&sum, record.data() + record.size() - 8, 8);
-  if (len != record.size() - 16 || sum != checksum(record.data(), record.size() - 8)) {
+  if (record.size() < kFrame || record_at(record, 0) != record.size()) {
     *why = "torn or damaged record (checksum)";
     return false;
   }
-  const std::string payload = record.substr(8, len);
-  if (payload.compare(0, 8, kMagic) != 0) { *why = "not an icl-sweep point record"; return false; }
+  const std::string payload = record.substr(8, record.size() - kFrame);
+  if (payload.compare(0, 8, kMagic) != 0) {
+    *why = payload.compare(0, 5, kMagic, 5) == 0 ? "a record of an older icl-sweep format" : "not an icl-sweep point record";
+    return false;
+  }
   Reader rd{payload};
   rd.at = 8;
   if (rd.pod<uint64_t>() != spec_hash) { *why = "a record of a different spec"; return false; }
   LoggedPoint p;
   p.index = rd.pod<int64_t>();
   p.finished_unix = rd.pod<double>();
-  Result& x = p.result;
-  x.status = static_cast<Status>(rd.pod<int32_t>());
-  x.message = rd.str();
-  x.steps_done = rd.pod<int64_t>();
-  x.test_loss = rd.pod<double>();
-  x.train_loss = rd.pod<double>();
-  x.layer_test_loss = rd.vec<double>();
-  x.curve_step = rd.vec<int64_t>();
-  x.curve_train_loss = rd.vec<double>();
-  x.curve_test_loss = rd.vec<double>();
-  x.theta = rd.vec<double>();
-  x.P = rd.vec<double>();
-  x.Q = rd.vec<double>();
-  x.seconds_train = rd.pod<double>();
-  x.seconds_eval = rd.pod<double>();
-  x.seconds_total = rd.pod<double>();
-  x.flops_per_step = rd.pod<double>();
-  for (uint64_t n = rd.pod<uint64_t>(), i = 0; rd.ok && i < n; ++i) {
-    const std::string k = rd.str();
-    x.metrics[k] = rd.pod<double>();
-  }
-  for (uint64_t n = rd.pod<uint64_t>(), i = 0; rd.ok && i < n; ++i) {
-    const std::string k = rd.str();
-    x.series[k] = rd.vec<double>();
-  }
+  rd("build", p.build);
+  for_each_field(p.result, rd);
   if (!rd.ok || rd.at != payload.size()) { *why = "malformed record"; return false; }
   *out = std::move(p);
   return true;
 }
 
-PointLog::PointLog(const std::string& path) : path_(path) {
-  fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (fd_ < 0) throw std::runtime_error("cannot open " + path + ": " + std::strerror(errno));
+PointLog::PointLog(const std::string& dir) {
+  char host[256] = "host";
+  ::gethostname(host, sizeof host - 1);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (int k = 0; fd_ < 0; ++k) {
+    path_ = dir + "/" + host + "-" + std::to_string(::getpid()) + "-" + std::to_string(ns) + "-" + std::to_string(k) + ".log";
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ < 0 && (errno != EEXIST || k > 1000)) throw io_error("cannot create the point log", path_);
+  }
 }
 
 PointLog::~PointLog() {
@@ -171,13 +191,20 @@ void PointLog::append(int64_t index, uint64_t spec_hash, const Result& r) {
   size_t done = 0;
   while (done < rec.size()) {
     const ssize_t k = ::write(fd_, rec.data() + done, rec.size() - done);
-    if (k <= 0) throw std::runtime_error("cannot append to " + path_ + ": " + std::strerror(errno));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) {
+      if (k == 0) errno = ENOSPC;
+      const IoError e = io_error("cannot append a point record to", path_);
+      if (::ftruncate(fd_, static_cast<off_t>(size_)) != 0) {}   // best effort: no torn tail left behind
+      throw e;
+    }
     done += static_cast<size_t>(k);
   }
+  size_ += rec.size();
 }
 
 void PointLog::sync() {
-  if (::fdatasync(fd_) != 0) throw std::runtime_error("cannot sync " + path_ + ": " + std::strerror(errno));
+  if (::fdatasync(fd_) != 0) throw io_error("cannot sync", path_);
 }
 
 LogScan scan_point_logs(const std::string& dir, uint64_t spec_hash) {
@@ -191,25 +218,27 @@ LogScan scan_point_logs(const std::string& dir, uint64_t spec_hash) {
     ::closedir(d);
   }
   std::sort(files.begin(), files.end());
+  scan.files = static_cast<int>(files.size());
   for (const std::string& path : files) {
-    std::ifstream f(path, std::ios::binary);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    const std::string all = ss.str();
+    const std::string all = read_all(path);
     size_t at = 0;
     while (at < all.size()) {
-      uint64_t len = 0;
-      if (all.size() - at >= 8) std::memcpy(&len, all.data() + at, 8);
-      if (all.size() - at < 16 || len > all.size() - at - 16) {
-        scan.problems.push_back(path + ": torn record at byte " + std::to_string(at) + " (" +
-                                std::to_string(all.size() - at) + " bytes ignored)");
-        break;
+      size_t len = record_at(all, at);
+      if (len == 0) {
+        // Damaged or torn: resynchronise on the next record marker that starts an intact record.
+        size_t next = all.size();
+        for (size_t m = all.find(kMagic, at + 9, 8); m != std::string::npos; m = all.find(kMagic, m + 1, 8))
+          if (record_at(all, m - 8) > 0) { next = m - 8; break; }
+        scan.problems.push_back(path + ": " + (next == all.size() ? "torn record" : "damaged record") + " at byte " +
+                                std::to_string(at) + " (" + std::to_string(next - at) + " bytes skipped)");
+        at = next;
+        continue;
       }
       LoggedPoint p;
       std::string why;
-      if (decode_point(all.substr(at, len + 16), spec_hash, &p, &why)) scan.points.push_back(std::move(p));
+      if (decode_point(all.substr(at, len), spec_hash, &p, &why)) scan.points.push_back(std::move(p));
       else scan.problems.push_back(path + ": " + why + " at byte " + std::to_string(at));
-      at += len + 16;
+      at += len;
     }
   }
   return scan;

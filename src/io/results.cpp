@@ -11,6 +11,7 @@
 #include "icl/build_info.hpp"
 #include "icl/core/options.hpp"
 #include "icl/io/h5.hpp"
+#include "integrity.hpp"
 
 namespace icl::io {
 namespace {
@@ -136,13 +137,18 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
   for (size_t i = 0; i < replica.size() && i < rep.size(); ++i) rep[i] = replica[i];
   write(f, "/points/replica", rep);
   set_attr(f, "/points/replica", "help", std::string("replica of the grid combination (repeats)"));
-  std::vector<std::string> status, message;
+  std::vector<std::string> status, message, analysis_status, analysis_message;
   for (const Result& r : results) {
     status.push_back(status_name(r.status));
     message.push_back(r.message);
+    analysis_status.push_back(analysis_status_name(r.analysis_status));
+    analysis_message.push_back(r.analysis_message);
   }
   write(f, "/points/status", status);
   write(f, "/points/message", message);
+  write(f, "/points/analysis_status", analysis_status);
+  set_attr(f, "/points/analysis_status", "help", std::string("ok, failed (the training and weights are kept) or skipped"));
+  write(f, "/points/analysis_message", analysis_message);
 
   auto metric = [&](const char* name, auto get, const char* doc) {
     std::vector<double> v;
@@ -152,7 +158,7 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
   };
   metric("test_loss", [](const Result& r) { return r.test_loss; }, "final MSE on the fixed evaluation set");
   metric("train_loss", [](const Result& r) { return r.train_loss; }, "mean training MSE over the last eval_every steps");
-  metric("steps_done", [](const Result& r) { return double(r.steps_done); }, "training steps completed");
+  metric("steps_done", [](const Result& r) { return r.steps_done < 0 ? kNaN : double(r.steps_done); }, "training steps completed");
   metric("wall_seconds", [](const Result& r) { return r.seconds_total; }, "wall-clock seconds of the whole point");
   metric("train_seconds", [](const Result& r) { return r.seconds_train; }, "seconds in training steps");
   metric("eval_seconds", [](const Result& r) { return r.seconds_eval; }, "seconds in evaluations");
@@ -224,6 +230,7 @@ void write_results_file(const std::string& path, const std::vector<Point>& point
   try {
     File f = File::create_truncate(tmp);
     write_all(f, points, results, spec_text, extra, replica);
+    seal(f, points.size());
     f.close();
   } catch (...) {
     std::remove(tmp.c_str());

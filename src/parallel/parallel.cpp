@@ -75,4 +75,11 @@ int64_t Counter::next() {
   return got;
 }
 
+void Counter::exhaust() {
+  const int64_t far = int64_t{1} << 60;
+  int64_t got = 0;
+  MPI_Fetch_and_op(&far, &got, MPI_INT64_T, 0, 0, MPI_SUM, impl_->win);
+  MPI_Win_flush(0, impl_->win);
+}
+
 }  // namespace icl::par

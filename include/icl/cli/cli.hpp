@@ -8,6 +8,7 @@ namespace icl::cli {
 int train_main(int argc, char** argv);   // icl-sweep train [options]
 int run_main(int argc, char** argv);     // icl-sweep run [SPEC] -o OUT.h5 (under mpirun)
 int status_main(int argc, char** argv);  // icl-sweep status OUT.h5
+int verify_main(int argc, char** argv);  // icl-sweep verify OUT.h5 [--repair]
 
 constexpr int kExitOk = 0, kExitFailure = 1, kExitUsage = 2;
 

@@ -14,11 +14,13 @@
 #include <utility>
 #include <vector>
 
+#include "icl/io/io_error.hpp"
+
 namespace icl::io {
 
-class H5Error : public std::runtime_error {
+class H5Error : public IoError {
  public:
-  using std::runtime_error::runtime_error;
+  using IoError::IoError;
 };
 
 // Owning, move-only handle for any HDF5 id (file, group, dataset, space, ...).
@@ -89,6 +91,9 @@ void write(File& f, const std::string& path, const std::vector<int64_t>& v, std:
 void write(File& f, const std::string& path, const std::vector<std::string>& v,
            std::vector<uint64_t> dims = {});
 
+// The stored element type of a dataset (any integer reads as i64).
+Type dataset_type(const File& f, const std::string& path);
+
 // Reads any integer/float dataset converted to double, row-major; shape goes to *dims if given.
 std::vector<double> read_double(const File& f, const std::string& path,
                                 std::vector<uint64_t>* dims = nullptr);
@@ -123,6 +128,9 @@ void set_attr(File& f, const std::string& obj_path, const std::string& name, int
 void set_attr(File& f, const std::string& obj_path, const std::string& name,
               const std::vector<double>& value);
 
+// Names of the attributes of `obj_path`, sorted; whether one holds a string.
+std::vector<std::string> attr_names(const File& f, const std::string& obj_path);
+bool attr_is_string(const File& f, const std::string& obj_path, const std::string& name);
 // True if object `obj_path` (which must exist) has attribute `name`.
 bool has_attr(const File& f, const std::string& obj_path, const std::string& name);
 // Reads a single-element variable-length string attribute.

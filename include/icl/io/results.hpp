@@ -1,6 +1,7 @@
 #pragma once
 // Results in HDF5 (layout in README.md, "HDF5 layout").  A `train -o` file is a sweep file with one
 // point, so the same loaders read both.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -22,5 +23,20 @@ struct Attributes {
 void write_results_file(const std::string& path, const std::vector<Point>& points,
                         const std::vector<Result>& results, const std::string& spec_text,
                         const Attributes& extra = {}, const std::vector<int>& replica = {});
+
+// Integrity.  Every row of OUT.h5 carries a digest (/points/row_digest) of everything stored for that
+// point (every /points, /metrics, /analysis, /layers, /curves row and its /weights/<i> group), and the
+// root carries `attributes_digest` over its attributes; numeric datasets also carry HDF5's Fletcher32.
+struct Verification {
+  int64_t n_points = -1;                // -1: the file could not be opened or has no n_points
+  std::vector<bool> row_intact;         // per point: its digest matches what is stored
+  std::vector<std::string> problems;    // what is damaged, by name
+  bool attributes_intact = false;
+};
+Verification verify_results_file(const std::string& path);
+
+// The finished rows of a results file (status other than pending) whose digests match, read back into
+// Results (bitwise what was written); other rows are pending_result().  Throws IoError if unreadable.
+std::vector<Result> read_results_file(const std::string& path, Verification* check);
 
 }  // namespace icl::io

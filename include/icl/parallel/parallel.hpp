@@ -26,6 +26,7 @@ class Counter {
   Counter(const Counter&) = delete;
   Counter& operator=(const Counter&) = delete;
   int64_t next();
+  void exhaust();   // every later next(), on every rank, returns a value past any grid: the sweep stops
 
  private:
   struct Impl;

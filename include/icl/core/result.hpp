@@ -1,0 +1,73 @@
+#pragma once
+// The result of one grid point: what the seam train_point(point) returns and what every store
+// (point logs, OUT.h5) holds.  for_each_field is the one description of its fields: the log record's
+// encoder and decoder are both driven by it, so a new field is added here once.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace icl {
+
+enum class Status { ok, diverged, failed, pending, cancelled };
+const char* status_name(Status s);
+
+// The analysis of a trained point has a status of its own: a failing analysis keeps the training.
+enum class AnalysisStatus { skipped, ok, failed };
+const char* analysis_status_name(AnalysisStatus s);
+
+// Loss convention: plain mean squared error over tasks, mean((yhat - y_query)^2), not halved.
+// Every loss, time and count of a point that did not finish is NaN (never 0: a zero reads as a perfect model).
+struct Result {
+  Status status = Status::ok;
+  std::string message;                      // why a point diverged or failed
+  int64_t steps_done = 0;
+  double test_loss = 0;                     // final, on the fixed evaluation set
+  double train_loss = 0;                    // mean over the last eval_every training steps
+  std::vector<double> layer_test_loss;      // per-layer readouts yhat_l, l = 1..L, on the evaluation set
+  std::vector<int64_t> curve_step;          // steps at which the curves were recorded: 0 (initialisation),
+                                            // then every eval_every steps and the last step
+  std::vector<double> curve_train_loss;     // mean training loss since the previous record (NaN at step 0)
+  std::vector<double> curve_test_loss;      // evaluation loss
+  std::vector<double> theta;                // learned parameters (flat, params.hpp layout)
+  std::vector<double> P, Q;                 // expanded weights, layers x heads x (d+1) x (d+1)
+  double seconds_train = 0, seconds_eval = 0, seconds_total = 0;
+  double flops_per_step = 0;                // model multiply-adds x 2 of one step (forward + backward)
+  AnalysisStatus analysis_status = AnalysisStatus::skipped;
+  std::string analysis_message;             // why the analysis failed
+  // Analyses (analysis.hpp), by name: scalars go to /metrics/<name>, series to /analysis/<name>.
+  std::map<std::string, double> metrics;
+  std::map<std::string, std::vector<double>> series;
+};
+
+// Every field, in a fixed order, as visit(name, field&).  R is Result or const Result.
+template <class R, class Visit>
+void for_each_field(R& r, Visit&& visit) {
+  visit("status", r.status);
+  visit("message", r.message);
+  visit("steps_done", r.steps_done);
+  visit("test_loss", r.test_loss);
+  visit("train_loss", r.train_loss);
+  visit("layer_test_loss", r.layer_test_loss);
+  visit("curve_step", r.curve_step);
+  visit("curve_train_loss", r.curve_train_loss);
+  visit("curve_test_loss", r.curve_test_loss);
+  visit("theta", r.theta);
+  visit("P", r.P);
+  visit("Q", r.Q);
+  visit("seconds_train", r.seconds_train);
+  visit("seconds_eval", r.seconds_eval);
+  visit("seconds_total", r.seconds_total);
+  visit("flops_per_step", r.flops_per_step);
+  visit("analysis_status", r.analysis_status);
+  visit("analysis_message", r.analysis_message);
+  visit("metrics", r.metrics);
+  visit("series", r.series);
+}
+
+// A result that has not been computed: status pending, every loss, time and count NaN.
+Result pending_result();
+// A point that could not be computed (an exception in training): status failed, `why`, NaN everywhere.
+Result failed_result(const std::string& why);
+
+}  // namespace icl

@@ -1,0 +1,112 @@
+// icl-sweep verify OUT.h5 [--repair]: checks every row and attribute of a results file against its
+// digests and every record of its point logs; names what is damaged.  --repair rewrites OUT.h5 from
+// its intact rows and the logs (the spec is the one stored in the file), leaving as pending what
+// neither holds intact: `icl-sweep run SPEC -o OUT.h5 --resume` then recomputes exactly those.
+// Exit 0: intact (or fully repaired); 1: damage remains; 2: usage, or no such file.
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "icl/cli/cli.hpp"
+#include "icl/cli/spec_file.hpp"
+#include "icl/cli/sweep_output.hpp"
+#include "icl/io/h5.hpp"
+#include "icl/io/point_log.hpp"
+
+namespace icl::cli {
+namespace {
+
+// The grid of the spec stored in OUT.h5 (through the spec file reader, as `run` would read it).
+bool stored_grid(const std::string& out, sweep::Spec* spec, sweep::Grid* grid, std::string* why) {
+  std::string text;
+  try {
+    text = io::get_attr_string(io::File::open_read(out), "/", "spec");
+  } catch (const std::exception& e) {
+    *why = e.what();
+    return false;
+  }
+  char path[] = "/tmp/icl-verify-spec-XXXXXX";
+  const int fd = ::mkstemp(path);
+  if (fd < 0) { *why = "cannot create a temporary file"; return false; }
+  ::close(fd);
+  std::ofstream(path) << text;
+  std::vector<std::string> errors;
+  const bool ok = read_spec(path, {}, spec, &errors) && sweep::expand(*spec, grid, &errors);
+  ::unlink(path);
+  if (!ok) *why = errors.empty() ? "the stored spec does not parse" : errors[0];
+  return ok;
+}
+
+}  // namespace
+
+int verify_main(int argc, char** argv) {
+  bool repair = false, mixed = false;
+  std::string out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--repair") repair = true;
+    else if (a == "--allow-mixed-builds") mixed = true;
+    else if (a == "-h" || a == "--help") {
+      std::printf("usage: icl-sweep verify OUT.h5 [--repair] [--allow-mixed-builds]\n");
+      return kExitOk;
+    } else if (out.empty() && a[0] != '-') out = a;
+    else {
+      std::fprintf(stderr, "icl-sweep verify: argument '%s': expected one OUT.h5 and the options --repair, --allow-mixed-builds\n", a.c_str());
+      return kExitUsage;
+    }
+  }
+  if (out.empty()) {
+    std::fprintf(stderr, "usage: icl-sweep verify OUT.h5 [--repair] [--allow-mixed-builds]\n");
+    return kExitUsage;
+  }
+  const std::string dir = out + ".points";
+  if (!path_exists(out) && !path_exists(dir)) {
+    std::fprintf(stderr, "icl-sweep verify: argument 'OUT.h5' = '%s': no such file (nor %s/)\n", out.c_str(), dir.c_str());
+    return kExitUsage;
+  }
+  const io::Verification v = io::verify_results_file(out);
+  size_t intact = 0;
+  for (bool b : v.row_intact) intact += b;
+  std::printf("file        %s: %s\n", out.c_str(),
+              v.n_points < 0 ? "unreadable" : (std::to_string(intact) + " of " + std::to_string(v.n_points) + " rows intact").c_str());
+  for (const std::string& p : v.problems) std::printf("damaged     %s\n", p.c_str());
+  sweep::Spec spec;
+  sweep::Grid grid;
+  std::string why;
+  const bool have_grid = stored_grid(out, &spec, &grid, &why);
+  if (have_grid) {
+    const io::LogScan scan = io::scan_point_logs(dir, sweep::spec_hash(spec.text));
+    std::printf("logs        %d file(s), %zu intact record(s) of this spec\n", scan.files, scan.points.size());
+    for (const std::string& p : scan.problems) std::printf("damaged     %s\n", p.c_str());
+  }
+  const bool damaged = !v.problems.empty();
+  if (!repair) {
+    std::printf("%s\n", damaged ? "verdict     damaged: icl-sweep verify --repair recovers what the logs hold" : "verdict     intact");
+    return damaged ? kExitFailure : kExitOk;
+  }
+  if (!have_grid) {
+    std::fprintf(stderr, "icl-sweep verify: cannot repair '%s': its stored spec is unusable (%s); run icl-sweep run SPEC -o %s --resume "
+                 "with the original spec file instead\n", out.c_str(), why.c_str(), out.c_str());
+    return kExitFailure;
+  }
+  try {
+    SweepOutput output(out, grid, spec.text);
+    OutputOptions opt;
+    opt.resume = true;
+    opt.allow_mixed_builds = mixed;
+    if (const int code = output.prepare(opt)) return code;
+    int done = 0;
+    const std::vector<Result> results = output.gather(false, &done);
+    output.write(results, done == static_cast<int>(grid.points.size()) ? "complete" : "incomplete", {});
+    std::printf("repaired    %s: %d of %zu points finished and intact%s\n", out.c_str(), done, grid.points.size(),
+                done == static_cast<int>(grid.points.size()) ? "" : "; the rest are pending: icl-sweep run SPEC -o OUT.h5 --resume");
+  } catch (const io::IoError& e) {
+    std::fprintf(stderr, "icl-sweep verify: I/O error: %s\n", e.what());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+}  // namespace icl::cli
