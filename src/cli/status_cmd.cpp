@@ -75,7 +75,7 @@ int status_main(int argc, char** argv) {
       analysis_failed += r->analysis_status == AnalysisStatus::failed;
     }
   const bool running = sweep_running(dir);
-  if (!running && state == "running") state = "not running: stopped or killed; continue with --resume";
+  if (!running && (state == "running" || state == "unknown")) state = "not running: stopped or killed; continue with --resume";
   else if (running) state = "running";
   std::printf("sweep       %s (%s%s)\n", out.c_str(), state.c_str(), started.empty() ? "" : (", started " + started).c_str());
   std::printf("done        %d / %s points", done, total >= 0 ? std::to_string(total).c_str() : "?");

@@ -1,6 +1,6 @@
 // icl-sweep verify OUT.h5 [--repair]: checks every row and attribute of a results file against its
 // digests and every record of its point logs; names what is damaged.  --repair rewrites OUT.h5 from
-// its intact rows and the logs (the spec is the one stored in the file), leaving as pending what
+// its intact rows and the logs (the spec stored in the file, or --spec SPEC if that is damaged), leaving as pending what
 // neither holds intact: `icl-sweep run SPEC -o OUT.h5 --resume` then recomputes exactly those.
 // Exit 0: intact (or fully repaired); 1: damage remains; 2: usage, or no such file.
 #include <unistd.h>
@@ -18,24 +18,26 @@
 namespace icl::cli {
 namespace {
 
-// The grid of the spec stored in OUT.h5 (through the spec file reader, as `run` would read it).
-bool stored_grid(const std::string& out, sweep::Spec* spec, sweep::Grid* grid, std::string* why) {
-  std::string text;
-  try {
-    text = io::get_attr_string(io::File::open_read(out), "/", "spec");
-  } catch (const std::exception& e) {
-    *why = e.what();
-    return false;
-  }
+// The grid of `spec_file`, or else of the spec stored in OUT.h5 (read as `run` reads a spec file).
+bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Spec* spec, sweep::Grid* grid, std::string* why) {
   char path[] = "/tmp/icl-verify-spec-XXXXXX";
-  const int fd = ::mkstemp(path);
-  if (fd < 0) { *why = "cannot create a temporary file"; return false; }
-  ::close(fd);
-  std::ofstream(path) << text;
+  if (spec_file.empty()) {
+    std::string text;
+    try {
+      text = io::get_attr_string(io::File::open_read(out), "/", "spec");
+    } catch (const std::exception& e) {
+      *why = e.what();
+      return false;
+    }
+    const int fd = ::mkstemp(path);
+    if (fd < 0) { *why = "cannot create a temporary file"; return false; }
+    ::close(fd);
+    std::ofstream(path) << text;
+  }
   std::vector<std::string> errors;
-  const bool ok = read_spec(path, {}, spec, &errors) && sweep::expand(*spec, grid, &errors);
-  ::unlink(path);
-  if (!ok) *why = errors.empty() ? "the stored spec does not parse" : errors[0];
+  const bool ok = read_spec(spec_file.empty() ? path : spec_file, {}, spec, &errors) && sweep::expand(*spec, grid, &errors);
+  if (spec_file.empty()) ::unlink(path);
+  if (!ok) *why = errors.empty() ? "the spec does not parse" : errors[0];
   return ok;
 }
 
@@ -43,22 +45,23 @@ bool stored_grid(const std::string& out, sweep::Spec* spec, sweep::Grid* grid, s
 
 int verify_main(int argc, char** argv) {
   bool repair = false, mixed = false;
-  std::string out;
+  std::string out, spec_file;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--repair") repair = true;
     else if (a == "--allow-mixed-builds") mixed = true;
+    else if (a == "--spec" && i + 1 < argc) spec_file = argv[++i];
     else if (a == "-h" || a == "--help") {
-      std::printf("usage: icl-sweep verify OUT.h5 [--repair] [--allow-mixed-builds]\n");
+      std::printf("usage: icl-sweep verify OUT.h5 [--repair [--spec SPEC]] [--allow-mixed-builds]\n");
       return kExitOk;
     } else if (out.empty() && a[0] != '-') out = a;
     else {
-      std::fprintf(stderr, "icl-sweep verify: argument '%s': expected one OUT.h5 and the options --repair, --allow-mixed-builds\n", a.c_str());
+      std::fprintf(stderr, "icl-sweep verify: argument '%s': expected one OUT.h5 and the options --repair, --spec SPEC, --allow-mixed-builds\n", a.c_str());
       return kExitUsage;
     }
   }
   if (out.empty()) {
-    std::fprintf(stderr, "usage: icl-sweep verify OUT.h5 [--repair] [--allow-mixed-builds]\n");
+    std::fprintf(stderr, "usage: icl-sweep verify OUT.h5 [--repair [--spec SPEC]] [--allow-mixed-builds]\n");
     return kExitUsage;
   }
   const std::string dir = out + ".points";
@@ -75,7 +78,7 @@ int verify_main(int argc, char** argv) {
   sweep::Spec spec;
   sweep::Grid grid;
   std::string why;
-  const bool have_grid = stored_grid(out, &spec, &grid, &why);
+  const bool have_grid = stored_grid(out, spec_file, &spec, &grid, &why);
   if (have_grid) {
     const io::LogScan scan = io::scan_point_logs(dir, sweep::spec_hash(spec.text));
     std::printf("logs        %d file(s), %zu intact record(s) of this spec\n", scan.files, scan.points.size());
@@ -87,8 +90,8 @@ int verify_main(int argc, char** argv) {
     return damaged ? kExitFailure : kExitOk;
   }
   if (!have_grid) {
-    std::fprintf(stderr, "icl-sweep verify: cannot repair '%s': its stored spec is unusable (%s); run icl-sweep run SPEC -o %s --resume "
-                 "with the original spec file instead\n", out.c_str(), why.c_str(), out.c_str());
+    std::fprintf(stderr, "icl-sweep verify: cannot repair '%s': the spec is unusable (%s); pass the original spec file with --spec SPEC\n",
+                 out.c_str(), why.c_str());
     return kExitFailure;
   }
   try {

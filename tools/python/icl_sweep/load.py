@@ -11,7 +11,7 @@ import numpy as np
 import h5py
 
 # Bookkeeping columns of /points that are not options of the grid.
-POINT_META = ("status", "message", "replica", "seed")
+POINT_META = ("status", "message", "replica", "seed", "analysis_status", "analysis_message", "row_digest")
 
 
 def _column(dataset):

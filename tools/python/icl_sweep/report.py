@@ -75,7 +75,11 @@ def main(argv=None):
     if os.path.exists(outdir) and not os.path.isdir(outdir):
         usage_error("-o", outdir, "exists and is not a directory")
     if not sweep.ok().any():
-        usage_error("file", args.file, "has no finished point yet (see icl-sweep status)")
+        usage_error("file", args.file, "has no finished point yet (see icl-sweep status; a running sweep merges its "
+                    "finished points into the file every --merge-every seconds)")
+    state = sweep.attrs.get("sweep_state", "complete")
+    if state != "complete" and not args.quiet:
+        print(f"icl-report: the sweep is {state}: {int(sweep.ok().sum())} of {sweep.size} points finished so far")
     os.makedirs(outdir, exist_ok=True)
     r = Report(sweep, View(sweep, args.best), Scale(args.half), outdir)
     tables.write_points(r)
