@@ -152,6 +152,9 @@ if [ "$(id -u)" = 0 ] && mkdir -p "$dir/mnt" && mount -t tmpfs -o size=6m,nr_ino
   else
     fail "disk full: rc $rc: $(cat "$dir/full.out")"
   fi
+  out=$("$bin" train --steps 50 --batch 64 --eval_tasks 100 -o "$mnt/point.h5" 2>&1); rc=$?
+  [ $rc -eq 1 ] && grep -q "No space left" <<<"$out" && [ ! -e "$mnt/point.h5" ] && ! ls "$mnt" | grep -q tmp \
+    && ok "train -o on a full disk: exit 1 (no crash at exit), nothing left" || fail "train -o on a full disk: rc $rc: $out"
   rm -f "$mnt/filler"
   run1 "$slow" -o "$mnt/full.h5" --resume || fail "resume after the disk was freed"
   compare "$dir/refk.h5" "$mnt/full.h5" "disk full + space freed + resume == uninterrupted"

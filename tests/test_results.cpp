@@ -164,7 +164,7 @@ TEST(Results, UnwritableDestinationThrowsAndLeavesNothing) {
   Point p;
   Result r;
   r.layer_test_loss = {NAN};
-  EXPECT_THROW(io::write_results_file("/nonexistent-dir/x.h5", {p}, {r}, ""), io::H5Error);
+  EXPECT_THROW(io::write_results_file("/nonexistent-dir/x.h5", {p}, {r}, ""), io::IoError);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <type_traits>
 
@@ -264,6 +265,21 @@ std::vector<std::string> split_path(const std::string& path) {
 
 }  // namespace
 
+// H5Fclose; on failure (a full disk) HDF5 1.10 keeps the file half-closed and crashes on it in its
+// clean-up at exit (SIGSEGV in H5F__close_cb), so the failure is remembered: the process must then
+// end without that clean-up (hdf5_unclean, main.cpp).  Returns "" or HDF5's innermost message.
+std::atomic<bool> g_close_failed{false};
+
+static std::string close_file(hid_t id) {
+  if (H5Fclose(id) >= 0) return "";
+  g_close_failed.store(true);
+  std::string detail;
+  H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, innermost_desc, &detail);
+  return detail.empty() ? "close failed" : detail;
+}
+
+bool hdf5_unclean() { return g_close_failed.load(); }
+
 // --- Object ---------------------------------------------------------------
 
 Object::Object(Object&& other) noexcept : id_(other.release()) {}
@@ -279,7 +295,7 @@ Object& Object::operator=(Object&& other) noexcept {
 Object::~Object() {
   if (id_ < 0) return;
   switch (H5Iget_type(id_)) {
-    case H5I_FILE: H5Fclose(id_); break;
+    case H5I_FILE: close_file(id_); break;
     case H5I_GROUP: H5Gclose(id_); break;
     case H5I_DATASET: H5Dclose(id_); break;
     case H5I_ATTR: H5Aclose(id_); break;
@@ -317,7 +333,9 @@ void File::flush() {
 }
 
 void File::close() {
-  if (valid()) check(H5Fclose(static_cast<hid_t>(release())), "H5Fclose", "file '" + path_ + "'");
+  if (!valid()) return;
+  const std::string why = close_file(static_cast<hid_t>(release()));
+  if (!why.empty()) fail("H5Fclose failed: " + why, "file '" + path_ + "'");
 }
 
 // --- Objects and groups ---------------------------------------------------

@@ -1,6 +1,9 @@
 #include "icl/io/results.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstdio>
@@ -232,13 +235,22 @@ void write_results_file(const std::string& path, const std::vector<Point>& point
     write_all(f, points, results, spec_text, extra, replica);
     seal(f, points.size());
     f.close();
+    // On disk before the rename makes it the result.
+    const int fd = ::open(tmp.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0) {
+      const IoError e = io_error("cannot sync", tmp);
+      if (fd >= 0) ::close(fd);
+      throw e;
+    }
+    ::close(fd);
   } catch (...) {
     std::remove(tmp.c_str());
     throw;
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const IoError e = io_error("cannot rename " + tmp + " to", path);
     std::remove(tmp.c_str());
-    throw H5Error("cannot rename " + tmp + " to " + path);
+    throw e;
   }
 }
 

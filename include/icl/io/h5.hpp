@@ -23,6 +23,10 @@ class H5Error : public IoError {
   using IoError::IoError;
 };
 
+// True once a file failed to close (a full disk): HDF5 1.10 would then crash in its clean-up at exit,
+// so the program must end with _exit after flushing its output.
+bool hdf5_unclean();
+
 // Owning, move-only handle for any HDF5 id (file, group, dataset, space, ...).
 class Object {
  public:
