@@ -63,54 +63,6 @@ bool parse_int(const std::string& s, long long lo, long long hi, long long* out)
   }
 }
 
-// The whole spec file, or "" with a message: only a regular file of 1 .. kMaxSpecBytes bytes of text.
-// Opened without blocking (a FIFO would wait for a writer forever) and checked on the open descriptor.
-bool read_text(const std::string& path, std::string* text, std::string* why) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    *why = std::string("cannot open the file (") + std::strerror(errno) + ")";
-    return false;
-  }
-  struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0;
-  if (!ok) *why = std::string("cannot stat the file (") + std::strerror(errno) + ")";
-  else if (!S_ISREG(st.st_mode)) {
-    ok = false;
-    *why = std::string("is ") + (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" :
-                                  S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device" :
-                                  S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file") +
-           ": a spec must be a regular file";
-  }
-  text->clear();
-  char buf[65536];
-  while (ok) {
-    const ssize_t got = ::read(fd, buf, sizeof buf);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) {
-      ok = false;
-      *why = std::string("cannot read the file (") + std::strerror(errno) + ")";
-    } else if (got == 0) {
-      break;
-    } else {
-      text->append(buf, static_cast<size_t>(got));
-      if (static_cast<long>(text->size()) > kMaxSpecBytes) {
-        ok = false;
-        *why = "the file has more than " + std::to_string(kMaxSpecBytes) + " bytes (1 MiB), the limit for a spec";
-      }
-    }
-  }
-  ::close(fd);
-  if (ok && text->empty()) {
-    ok = false;
-    *why = "the file is empty: a spec names at least one option";
-  }
-  if (ok && text->find('\0') != std::string::npos) {
-    ok = false;
-    *why = "the file contains NUL bytes: a spec is text";
-  }
-  return ok;
-}
-
 // A memory size: bytes, or a number with a binary unit K, M, G, T (optionally KiB, KB, ...); 0 or off: no limit.
 bool parse_bytes(const std::string& s, double* out) {
   if (s == "off") {
@@ -164,12 +116,58 @@ void default_memory_limit(double* bytes, std::string* source) {
 
 }  // namespace
 
+bool read_spec_text(const std::string& path, std::string* text, std::string* why) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    *why = std::string("cannot open the file (") + std::strerror(errno) + ")";
+    return false;
+  }
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0;
+  if (!ok) *why = std::string("cannot stat the file (") + std::strerror(errno) + ")";
+  else if (!S_ISREG(st.st_mode)) {
+    ok = false;
+    *why = std::string("is ") + (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" :
+                                  S_ISCHR(st.st_mode) ? "a character device" : S_ISBLK(st.st_mode) ? "a block device" :
+                                  S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file") +
+           ": a spec must be a regular file";
+  }
+  text->clear();
+  char buf[65536];
+  while (ok) {
+    const ssize_t got = ::read(fd, buf, sizeof buf);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      ok = false;
+      *why = std::string("cannot read the file (") + std::strerror(errno) + ")";
+    } else if (got == 0) {
+      break;
+    } else {
+      text->append(buf, static_cast<size_t>(got));
+      if (static_cast<long>(text->size()) > kMaxSpecBytes) {
+        ok = false;
+        *why = "the file has more than " + std::to_string(kMaxSpecBytes) + " bytes (1 MiB), the limit for a spec";
+      }
+    }
+  }
+  ::close(fd);
+  if (ok && text->empty()) {
+    ok = false;
+    *why = "the file is empty: a spec names at least one option";
+  }
+  if (ok && text->find('\0') != std::string::npos) {
+    ok = false;
+    *why = "the file contains NUL bytes: a spec is text";
+  }
+  return ok;
+}
+
 bool read_spec(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::string>>>& overrides,
                sweep::Spec* spec, std::vector<std::string>* errors) {
   errors->clear();
   *spec = sweep::Spec{};
   std::string text, why;
-  if (!read_text(path, &text, &why)) {
+  if (!read_spec_text(path, &text, &why)) {
     errors->push_back("spec '" + path + "': " + why);
     return false;
   }

@@ -93,7 +93,7 @@ std::string format_bytes(double bytes) {
     ++u;
   }
   char buf[64];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%#.3g %s", bytes, units[u]);
+  std::snprintf(buf, sizeof buf, u == 0 || bytes >= 100 ? "%.0f %s" : "%#.3g %s", bytes, units[u]);   // 812 GiB, 1.00 GiB
   return buf;
 }
 

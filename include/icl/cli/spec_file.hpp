@@ -19,6 +19,10 @@
 
 namespace icl::cli {
 
+// The text of a spec or config file, or false with the reason: only a regular file (stat of the open
+// descriptor, opened without blocking, so a FIFO never hangs) of 1 byte to 1 MiB without NUL bytes.
+bool read_spec_text(const std::string& path, std::string* text, std::string* why);
+
 // Reads `path` and applies `overrides` (option -> values); false with messages on failure.
 bool read_spec(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::string>>>& overrides,
                sweep::Spec* spec, std::vector<std::string>* errors);
