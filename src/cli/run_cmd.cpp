@@ -184,7 +184,7 @@ int run_main(int argc, char** argv) {
       "output,o", po::value<std::string>(), "the sweep's HDF5 file (default: the spec's name with .h5)")(
       "resume", po::bool_switch(), "continue the sweep in OUTPUT: recompute nothing that finished")(
       "force", po::bool_switch(), "discard an existing OUTPUT and start over")(
-      "dry-run", po::bool_switch(), "print the number of points, the axes and an estimated cost, and exit")(
+      "dry-run", po::bool_switch(), "print the number of points, the axes, the estimated cost and the largest point's memory, and exit")(
       "quiet", po::bool_switch(), "no progress lines, no summary table")(
       "progress", po::value<double>()->default_value(10.0)->notifier([](double v) {
         std::ostringstream text;
