@@ -1,8 +1,15 @@
 // Grid expansion: product order, zip groups, replicas and seeds, costs, and errors that say where.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <map>
 
 #include "icl/core/options.hpp"
+#include "icl/core/train.hpp"
 #include "icl/sweep/grid.hpp"
+#include "icl/sweep/memory.hpp"
 
 namespace icl::sweep {
 namespace {
@@ -98,6 +105,175 @@ TEST(Grid, SpecHashChangesWithTheSpec) {
   const Spec a = spec_of({{"layers", {"1", "2"}, "f:1"}}), b = spec_of({{"layers", {"1", "3"}, "f:1"}});
   EXPECT_EQ(spec_hash(a.text), spec_hash(spec_of({{"layers", {"1", "2"}, "g:7"}}).text));   // where is not part of it
   EXPECT_NE(spec_hash(a.text), spec_hash(b.text));
+}
+
+
+// Input holes (issue 11): each is an error naming the option or the limit, never a crash or a wrong count.
+TEST(GridLimits, EmptyZipGroupIsAnError) {
+  Grid g;
+  Summary sum;
+  std::vector<std::string> errors;
+  const Spec s = spec_of({{"layers", {"1", "2"}, "f:1"}}, {{}});
+  EXPECT_FALSE(expand(s, &g, &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("'zip' = ''"), std::string::npos) << errors[0];
+  EXPECT_FALSE(summarise(s, &sum, &errors));
+}
+
+TEST(GridLimits, PointCountIsCheckedWithoutOverflow) {
+  // 8 axes x 256 values = 2^64 combinations: refused with its size, not wrapped to 0.
+  std::vector<SpecEntry> entries;
+  for (const char* o : {"lr", "beta1", "beta2", "eps", "init_scale", "clip", "ridge_lambda", "diverge_factor"}) {
+    SpecEntry e{o, {}, "f:1"};
+    for (int k = 1; k <= 256; ++k) e.values.push_back(std::to_string(0.001 * k));
+    entries.push_back(e);
+  }
+  Summary sum;
+  Grid g;
+  std::vector<std::string> errors;
+  EXPECT_FALSE(expand(spec_of(entries), &g, &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("1.84e+19 points"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("limit of 10000000"), std::string::npos) << errors[0];
+  // 2^34 combinations x repeats 2^30 are refused too (repeats alone is out of range).
+  entries.resize(4);
+  for (auto& e : entries) e.values.resize(128);   // 2^28
+  EXPECT_FALSE(summarise(spec_of(entries, {}, 1 << 30), &sum, &errors));
+  EXPECT_NE(errors[0].find("'repeats' = '1073741824'"), std::string::npos) << errors[0];
+  // The limit is exact: 10^7 points pass (without materialising them), 10^7 + 10 do not.
+  const std::vector<SpecEntry> ten = {{"lr", {"1", "2", "3", "4", "5", "6", "7", "8", "9", "10"}, "f:1"}};
+  ASSERT_TRUE(summarise(spec_of(ten, {}, 1000000), &sum, &errors));
+  EXPECT_EQ(sum.points, kMaxPoints);
+  EXPECT_FALSE(summarise(spec_of(ten, {}, 1000001), &sum, &errors));
+  EXPECT_NE(errors[0].find("10000010 points"), std::string::npos) << errors[0];
+}
+
+TEST(GridLimits, SummaryAgreesWithTheExpandedGrid) {
+  const Spec s = spec_of({{"layers", {"1", "3"}, "f:1"}, {"lr", {"1e-3", "2e-3", "3e-3"}, "f:2"},
+                          {"eval_tasks", {"100", "5000"}, "f:3"}, {"optimizer", {"adam", "sgd", "adamw"}, "f:4"},
+                          {"steps", {"10", "200"}, "f:5"}, {"landscape", {"off", "0"}, "f:6"}},
+                         {{"lr", "optimizer"}}, 2);
+  Grid g;
+  Summary sum;
+  std::vector<std::string> errors;
+  ASSERT_FALSE(expand(spec_of({{"lr", {"1", "2"}, "f:1"}}, {{"lr", "optimizer"}}), &g, &errors));   // zip of an unset option
+  ASSERT_TRUE(expand(s, &g, &errors));
+  ASSERT_TRUE(summarise(s, &sum, &errors));
+  ASSERT_EQ(sum.points, static_cast<int64_t>(g.points.size()));
+  double total = 0, longest = 0, largest = 0;
+  for (size_t i = 0; i < g.points.size(); ++i) {
+    total += g.cost[i];
+    longest = std::max(longest, g.cost[i]);
+    largest = std::max(largest, estimate_memory(g.points[i]).total);
+  }
+  EXPECT_NEAR(sum.total_cost, total, 1e-9 * total);
+  EXPECT_DOUBLE_EQ(sum.longest_cost, longest);
+  EXPECT_DOUBLE_EQ(sum.largest_memory.total, largest);
+  EXPECT_EQ(sum.largest_memory_at, "layers=3, eval_tasks=5000, steps=200, landscape=0");
+  // The same errors from both, naming the combination of the options that matter.
+  const Spec bad = spec_of({{"steps", {"10", "100"}, "f:1"}, {"lr", {"1", "2"}, "f:2"}, {"warmup", {"50"}, "f:3"}});
+  std::vector<std::string> from_summary;
+  EXPECT_FALSE(summarise(bad, &sum, &from_summary));
+  EXPECT_FALSE(expand(bad, &g, &errors));
+  EXPECT_EQ(errors, from_summary);
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("grid point (steps=10, warmup=50): option 'warmup' = '50'"), std::string::npos) << errors[0];
+}
+
+TEST(GridLimits, OptionsThatOnlyMultiplyChangeNoRuleCostOrMemory) {
+  // Two valid values of every option that summarise does not walk; a new entry there needs values here.
+  const std::map<std::string, std::vector<std::string>> values = {
+      {"w_prior", {"identity", "inverse_cov"}}, {"norm", {"1/n", "1"}}, {"act_clip", {"0", "3"}},
+      {"optimizer", {"adam", "sgd"}}, {"lr", {"1e-3", "0.5"}}, {"beta1", {"0.9", "0"}}, {"beta2", {"0.999", "0.5"}},
+      {"eps", {"1e-8", "1"}}, {"momentum", {"0.9", "0"}}, {"weight_decay", {"0", "0.1"}}, {"clip", {"0", "1"}},
+      {"clip_mode", {"global", "matrix"}}, {"refresh", {"1", "100"}}, {"init", {"normal", "vs_truncated"}},
+      {"init_scale", {"0.05", "2"}}, {"diverge_factor", {"1e4", "0"}}, {"seed", {"0", "12345"}},
+      {"ridge_lambda", {"1", "0.01"}}};
+  std::vector<Point> bases(4);
+  ASSERT_EQ(point_set(bases[1], "cov", "diag:1,2"), "");   // breaks a rule
+  ASSERT_EQ(point_set(bases[2], "attention", "softmax"), "");
+  ASSERT_EQ(point_set(bases[2], "landscape", "0"), "");
+  ASSERT_EQ(point_set(bases[3], "analysis", "false"), "");
+  ASSERT_EQ(point_set(bases[3], "precision", "float64"), "");
+  int listed = 0;
+  for (const OptionDef& o : option_table()) {
+    if (!only_multiplies(o.name)) continue;
+    ++listed;
+    ASSERT_TRUE(values.count(o.name)) << o.name;
+    for (const Point& base : bases)
+      for (const std::string& v : values.at(o.name)) {
+        Point p = base;
+        ASSERT_EQ(point_set(p, o.name, v), "");
+        EXPECT_EQ(point_validate(p), point_validate(base)) << o.name << " = " << v;
+        EXPECT_EQ(estimate_seconds(p), estimate_seconds(base)) << o.name << " = " << v;
+        EXPECT_EQ(estimate_memory(p).total, estimate_memory(base).total) << o.name << " = " << v;
+      }
+  }
+  EXPECT_EQ(listed, static_cast<int>(values.size()));
+  EXPECT_FALSE(only_multiplies("d"));
+  EXPECT_FALSE(only_multiplies("landscape"));
+}
+
+TEST(GridLimits, PointsAboveTheMemoryLimitAreRefused) {
+  Spec s = spec_of({{"layers", {"1", "1000"}, "f:1"}, {"heads", {"64"}, "f:2"}, {"d", {"127"}, "f:3"}});
+  s.max_point_bytes = 64.0 * (1 << 30);
+  s.max_point_source = "set at f:9";
+  Summary sum;
+  std::vector<std::string> errors;
+  EXPECT_FALSE(summarise(s, &sum, &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("grid point (layers=1000, heads=64, d=127): needs about"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("model activations"), std::string::npos) << errors[0];
+  EXPECT_NE(errors[0].find("more than max_point_memory = 64.0 GiB (set at f:9)"), std::string::npos) << errors[0];
+  s.max_point_bytes = 0;   // no limit
+  EXPECT_TRUE(summarise(s, &sum, &errors));
+  EXPECT_GT(sum.largest_memory.total, 500.0 * (1 << 30));
+  Spec e = spec_of({{"eval_tasks", {"10000000"}, "f:1"}, {"n", {"100000"}, "f:2"}});
+  e.max_point_bytes = 64.0 * (1 << 30);
+  EXPECT_FALSE(summarise(e, &sum, &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("evaluation set"), std::string::npos) << errors[0];
+}
+
+// Peak resident memory (bytes) of a child process that trains p, minus that of one that does nothing.
+double measured_peak_bytes(const Point& p) {
+  auto child_peak = [](const Point* q) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      if (q) train_point(*q);
+      ::_exit(0);
+    }
+    int status = 0;
+    rusage use{};
+    ::wait4(pid, &status, 0, &use);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return use.ru_maxrss * 1024.0;
+  };
+  return child_peak(&p) - child_peak(nullptr);
+}
+
+TEST(GridLimits, MemoryEstimateIsWithin30PercentOfMeasuredPeak) {
+  // Points dominated by each part: evaluation set, training batch, model (linear, softmax), analysis.
+  const std::vector<std::vector<std::pair<std::string, std::string>>> cases = {
+      {{"d", "10"}, {"n", "100"}, {"eval_tasks", "50000"}, {"batch", "100"}, {"steps", "2"}, {"analysis", "false"}},
+      {{"d", "5"}, {"n", "50"}, {"batch", "100000"}, {"steps", "2"}, {"eval_tasks", "100"}, {"analysis", "false"}},
+      {{"d", "30"}, {"layers", "50"}, {"heads", "8"}, {"batch", "16"}, {"eval_tasks", "16"}, {"steps", "1"}, {"analysis", "false"}},
+      {{"n", "300"}, {"layers", "2"}, {"heads", "4"}, {"attention", "softmax"}, {"batch", "16"}, {"eval_tasks", "16"},
+       {"steps", "1"}, {"analysis", "false"}},
+      {{"eval_tasks", "50000"}, {"batch", "100"}, {"steps", "2"}}};
+  for (const auto& c : cases) {
+    Point p;
+    std::string name;
+    for (const auto& [k, v] : c) {
+      ASSERT_EQ(point_set(p, k, v), "");
+      name += k + "=" + v + " ";
+    }
+    const PointMemory m = estimate_memory(p);
+    const double estimate = m.total - m.process, measured = measured_peak_bytes(p);
+    EXPECT_GT(measured, 50e6) << name;   // large enough for the comparison to mean something
+    EXPECT_NEAR(estimate / measured, 1.0, 0.3) << name << "estimate " << format_bytes(estimate) << ", measured "
+                                                << format_bytes(measured) << " (most of it the " << m.largest() << ")";
+  }
 }
 
 }  // namespace

@@ -47,6 +47,32 @@ TEST(Options, BadValuesNameOptionValueAndRule) {
   EXPECT_NE(point_set(p, "colour", "red").find("unknown option 'colour'"), std::string::npos);
 }
 
+TEST(Options, IntegerConversionsAreRangeChecked) {
+  // Values beyond the range of the field are errors, never truncated or wrapped.
+  for (const OptionDef& o : option_table()) {
+    if (o.column != Column::integer) continue;
+    for (const char* v : {"18446744073709551617", "-9223372036854775809", "4294967297", "1e3", "0x10"}) {
+      Point p;
+      const std::string before = o.get(p), why = point_set(p, o.name, v);
+      if (std::string(v) == "4294967297" && why.empty()) {
+        EXPECT_EQ(o.get(p), v) << o.name;   // only a 64-bit field may take it, exactly
+        continue;
+      }
+      EXPECT_NE(why.find("option '" + o.name + "' = '" + v + "': must be an integer"), std::string::npos) << why;
+      EXPECT_EQ(o.get(p), before) << o.name;
+    }
+  }
+  for (const char* v : {"1e19", "1099511627777", "-1", "nan", "inf", "1.5", "0,1e300"}) {
+    Point p;
+    const std::string why = point_set(p, "landscape", v);
+    EXPECT_NE(why.find("option 'landscape' = '" + std::string(v) + "'"), std::string::npos) << why;
+    EXPECT_TRUE(p.landscape.empty()) << v;
+  }
+  Point p;
+  ASSERT_EQ(point_set(p, "landscape", "0,1e3,1099511627776"), "");
+  EXPECT_EQ(p.landscape, (std::vector<int64_t>{0, 1000, int64_t(1) << 40}));
+}
+
 TEST(Options, CrossOptionRules) {
   Point p;
   ASSERT_EQ(point_set(p, "cov", "diag:1,2"), "");   // d = 5

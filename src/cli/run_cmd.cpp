@@ -17,9 +17,11 @@
 #include <atomic>
 #include <boost/program_options.hpp>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <ctime>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -49,13 +51,9 @@ std::string default_spec() {
   return "jobs/presets/quickstart.ini";
 }
 
-void print_dry_run(const sweep::Spec& spec, const sweep::Grid& g) {
-  double total = 0, longest = 0;
-  for (double c : g.cost) {
-    total += c;
-    longest = std::max(longest, c);
-  }
-  std::printf("points      %zu (%d replica%s of each combination)\n", g.points.size(), spec.repeats, spec.repeats > 1 ? "s" : "");
+void print_dry_run(const sweep::Spec& spec, const sweep::Summary& g) {
+  std::printf("points      %lld (%d replica%s of each combination)\n", static_cast<long long>(g.points), spec.repeats,
+              spec.repeats > 1 ? "s" : "");
   std::string fixed;
   for (const sweep::Axis& a : g.axes)
     if (a.values.size() == 1)
@@ -72,8 +70,14 @@ void print_dry_run(const sweep::Spec& spec, const sweep::Grid& g) {
     }
     std::printf("axis        %-14s %zu: %s\n", name.c_str(), a.values.size(), vals.c_str());
   }
-  std::printf("estimate    %.2f core-hours in all; longest point %.0f s; about %.0f s on %d ranks\n", total / 3600, longest,
-              std::max(longest, total / par::size()), par::size());
+  std::printf("estimate    %.2f core-hours in all; longest point %.0f s; about %.0f s on %d ranks\n", g.total_cost / 3600,
+              g.longest_cost, std::max(g.longest_cost, g.total_cost / par::size()), par::size());
+  const sweep::PointMemory& m = g.largest_memory;
+  std::printf("memory      largest point %s (%s%s; most of it the %s); limit %s per point (%s)\n",
+              sweep::format_bytes(m.total).c_str(), g.largest_memory_at.empty() ? "every point" : "at ",
+              g.largest_memory_at.c_str(), m.largest().c_str(),
+              spec.max_point_bytes > 0 ? sweep::format_bytes(spec.max_point_bytes).c_str() : "none",
+              spec.max_point_source.c_str());
 }
 
 void print_summary(const sweep::Grid& g, const std::vector<Result>& results) {
@@ -91,6 +95,16 @@ void print_summary(const sweep::Grid& g, const std::vector<Result>& results) {
     std::printf(" %9s %12.5g %12.5g %12.5g\n", status_name(r.status), r.test_loss, metric("loss_gd"), metric("loss_bayes"));
   }
   if (g.points.size() > 200) std::printf("... (%zu points in all)\n", g.points.size());
+}
+
+// A notifier: a number of seconds must be finite and >= 0.
+std::function<void(double)> seconds_rule(const std::string& option) {
+  return [option](double v) {
+    std::ostringstream text;
+    text << v;
+    if (!std::isfinite(v) || v < 0)
+      throw po::error("option '--" + option + "' = '" + text.str() + "': must be a finite number of seconds >= 0 (0 = never)");
+  };
 }
 
 // Test hook (ICL_SWEEP_FAULTS="train:3,7 analysis:5"): those points' training or analysis throws, to
@@ -131,11 +145,11 @@ int run_main(int argc, char** argv) {
       "output,o", po::value<std::string>(), "the sweep's HDF5 file (default: the spec's name with .h5)")(
       "resume", po::bool_switch(), "continue the sweep in OUTPUT: recompute nothing that finished")(
       "force", po::bool_switch(), "discard an existing OUTPUT and start over")(
-      "dry-run", po::bool_switch(), "print the number of points, the axes and an estimated cost, and exit")(
+      "dry-run", po::bool_switch(), "print the number of points, the axes, the estimated cost and the largest point's memory, and exit")(
       "quiet", po::bool_switch(), "no progress lines, no summary table")(
-      "progress", po::value<double>()->default_value(10.0), "seconds between progress lines (0 = none)");
-  desc.add_options()("merge-every", po::value<double>()->default_value(60.0),
-                     "seconds between merges of the finished points into OUTPUT while the sweep runs (0 = only at the end)")(
+      "progress", po::value<double>()->default_value(10.0)->notifier(seconds_rule("progress")), "seconds between progress lines (0 = none)")(
+      "merge-every", po::value<double>()->default_value(60.0)->notifier(seconds_rule("merge-every")),
+      "seconds between merges of the finished points into OUTPUT while the sweep runs (0 = only at the end)")(
       "retry-failed", po::bool_switch(), "with --resume: recompute points that failed and points whose analysis failed")(
       "allow-mixed-builds", po::bool_switch(), "with --resume: accept points computed by another build of icl-sweep");
   for (const OptionDef& o : option_table())
@@ -143,7 +157,9 @@ int run_main(int argc, char** argv) {
   desc.add_options()("repeats", po::value<std::vector<std::string>>(), "replicas of every combination (overrides the spec)")(
       "sweep_seed", po::value<std::vector<std::string>>(), "the sweep's seed (overrides the spec)")(
       "seeds", po::value<std::vector<std::string>>(), "point | replica: a seed per point, or per replica "
-      "shared by every combination (overrides the spec)");
+      "shared by every combination (overrides the spec)")(
+      "max_point_memory", po::value<std::vector<std::string>>(), "refuse points whose estimated memory exceeds this "
+      "(e.g. 8G; off = no limit; default: this machine's memory / the ranks on this node; overrides the spec)");
   po::positional_options_description pos;
   pos.add("spec", 1);
   po::variables_map vm;
@@ -167,26 +183,30 @@ int run_main(int argc, char** argv) {
   std::vector<std::pair<std::string, std::vector<std::string>>> overrides;
   for (const OptionDef& o : option_table())
     if (vm.count(o.name)) overrides.push_back({o.name, vm[o.name].as<std::vector<std::string>>()});
-  for (const char* key : {"repeats", "sweep_seed", "seeds"})
+  for (const char* key : {"repeats", "sweep_seed", "seeds", "max_point_memory"})
     if (vm.count(key)) overrides.push_back({key, vm[key].as<std::vector<std::string>>()});
 
+  // --dry-run never materialises the points (a 10^7-point grid is checked in seconds); every rank agrees
+  // on the outcome, since the default memory limit depends on the node.
   sweep::Spec spec;
   sweep::Grid grid;
+  sweep::Summary summary;
   std::vector<std::string> errors;
-  if (!read_spec(spec_path, overrides, &spec, &errors) || !sweep::expand(spec, &grid, &errors)) {
-    if (root)
-      for (const auto& e : errors) std::cerr << "icl-sweep run: " << e << "\n";
+  const bool dry_run = vm["dry-run"].as<bool>();
+  const bool valid = read_spec(spec_path, overrides, &spec, &errors) &&
+                     (dry_run ? sweep::summarise(spec, &summary, &errors) : sweep::expand(spec, &grid, &errors));
+  const int root_invalid = par::max_int(root && !valid ? 1 : 0);
+  if (par::max_int(valid ? 0 : 1) != 0) {
+    if (!valid && (root || !root_invalid))
+      for (const auto& e : errors)
+        std::cerr << "icl-sweep run: " << (root ? "" : "rank " + std::to_string(par::rank()) + ": ") << e << "\n";
     return finish(kExitUsage);
   }
-  if (vm["dry-run"].as<bool>()) {
-    if (root) print_dry_run(spec, grid);
+  if (dry_run) {
+    if (root) print_dry_run(spec, summary);
     return finish(kExitOk);
   }
   const double merge_every = vm["merge-every"].as<double>();
-  if (!(merge_every >= 0) || merge_every > 1e9) {
-    if (root) std::cerr << "icl-sweep run: option 'merge-every' = '" << merge_every << "': must be a number of seconds >= 0\n";
-    return finish(kExitUsage);
-  }
   const bool quiet = vm["quiet"].as<bool>();
   OutputOptions opt;
   opt.resume = vm["resume"].as<bool>();

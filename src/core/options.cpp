@@ -11,6 +11,8 @@
 namespace icl {
 namespace {
 
+constexpr int64_t kMaxSteps = int64_t(1) << 40;   // steps, warm-up, decay period, landscape steps
+
 std::string trim(const std::string& s) {
   const auto a = s.find_first_not_of(" \t");
   if (a == std::string::npos) return "";
@@ -246,10 +248,10 @@ std::vector<OptionDef> make_table() {
   t.push_back(enum_option<Schedule>("schedule",
       "learning-rate schedule after warm-up: constant, halve every decay_every steps, cosine to 0",
       &Point::schedule, {{"constant", Schedule::constant}, {"step", Schedule::step}, {"cosine", Schedule::cosine}}));
-  t.push_back(int_option("warmup", "linear warm-up steps", &Point::warmup, 0, int64_t(1) << 40));
+  t.push_back(int_option("warmup", "linear warm-up steps", &Point::warmup, 0, kMaxSteps));
   t.push_back(int_option("decay_every", "schedule=step: halve the rate every this many steps",
-                         &Point::decay_every, 0, int64_t(1) << 40));
-  t.push_back(int_option("steps", "training steps", &Point::steps, 1, int64_t(1) << 40));
+                         &Point::decay_every, 0, kMaxSteps));
+  t.push_back(int_option("steps", "training steps", &Point::steps, 1, kMaxSteps));
   t.push_back(int_option("batch", "tasks per step", &Point::batch, 1, 10000000));
   t.push_back(int_option("refresh", "draw fresh tasks every this many steps", &Point::refresh, 1, 1000000000));
   t.push_back(enum_option<Init>("init", "initialisation: N(0, init_scale^2) or [VO23] truncated normal "
@@ -279,14 +281,16 @@ std::vector<OptionDef> make_table() {
                Column::text,
                [](Point& p, const std::string& v) -> std::string {
                  const std::string s = trim(v);
-                 p.landscape.clear();
-                 if (s == "off") return "";
+                 if (s == "off") { p.landscape.clear(); return ""; }
                  std::vector<double> l;
                  if (!parse_list(s, &l)) return "must be off or a comma-separated list of steps";
+                 std::vector<int64_t> steps;
                  for (double x : l) {
-                   if (x < 0 || x != std::floor(x)) return "steps must be integers >= 0 (got " + fmt(x) + ")";
-                   p.landscape.push_back(static_cast<int64_t>(x));
+                   if (x < 0 || x != std::floor(x) || x > kMaxSteps)
+                     return "steps must be integers in [0, " + std::to_string(kMaxSteps) + "] (got " + fmt(x) + ")";
+                   steps.push_back(static_cast<int64_t>(x));
                  }
+                 p.landscape = steps;
                  return "";
                },
                [](const Point& p) -> std::string {

@@ -6,13 +6,22 @@
 //   zip = layers lr            these options advance together (lists of equal length)
 //   repeats = 3                replicas of every combination (each with its own seed)
 //   sweep_seed = 0             every point's seed derives from it and the point's index
+//   max_point_memory = 8G      refuse points whose estimated peak memory exceeds this (K/M/G/T binary
+//                              units, off = no limit); default: this machine's memory (or cgroup limit)
+//                              / the ranks on this node.  Not part of the spec's hash.
 // Options given on the command line replace the file's list for that option.
+// The file must be a regular file of text (no NUL bytes), 1 byte to 1 MiB, and set at least one option:
+// a directory, a FIFO, a device or an empty file is refused, never read as an empty (default) sweep.
 #include <string>
 #include <vector>
 
 #include "icl/sweep/grid.hpp"
 
 namespace icl::cli {
+
+// The text of a spec or config file, or false with the reason: only a regular file (stat of the open
+// descriptor, opened without blocking, so a FIFO never hangs) of 1 byte to 1 MiB without NUL bytes.
+bool read_spec_text(const std::string& path, std::string* text, std::string* why);
 
 // Reads `path` and applies `overrides` (option -> values); false with messages on failure.
 bool read_spec(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::string>>>& overrides,

@@ -7,13 +7,18 @@
 //   - point i's seed is rng_key(sweep_seed, Stream::init, i): it depends on the spec and the index only;
 //     with `seeds = replica` it is rng_key(sweep_seed, Stream::init, r) for replica r, the same in every
 //     combination (common random numbers: paired comparisons, e.g. Adam vs SGD from the same init).
+//   - a grid has at most kMaxPoints points (counted without overflow), and no point may need more memory
+//     than spec.max_point_bytes (memory.hpp's estimate).
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "icl/core/point.hpp"
+#include "icl/sweep/memory.hpp"
 
 namespace icl::sweep {
+
+inline constexpr int64_t kMaxPoints = 10000000;   // combinations x repeats
 
 struct SpecEntry {
   std::string option;
@@ -28,6 +33,10 @@ struct Spec {
   uint64_t sweep_seed = 0;
   bool seeds_per_replica = false;               // `seeds = replica` (default `point`)
   std::string text;                             // the canonical spec (hashed, stored in the output)
+  // Points whose memory estimate exceeds this are refused (0: no limit).  Not part of `text`: it never
+  // changes a result.  `max_point_source` says where the limit comes from, for messages.
+  double max_point_bytes = 0;
+  std::string max_point_source;
 };
 
 struct Axis {
@@ -42,6 +51,22 @@ struct Grid {
   std::vector<double> cost;       // estimated seconds on one core
   std::vector<int64_t> order;     // point indices, longest first (ties by index)
 };
+
+// What --dry-run shows, computed without materialising the points: every value and every distinct
+// combination of the options that enter a rule, the cost or the memory estimate is checked (the other
+// axes only multiply), so the errors are those of `expand`.
+struct Summary {
+  std::vector<Axis> axes;
+  int64_t points = 0;
+  double total_cost = 0, longest_cost = 0;   // estimated seconds on one core
+  PointMemory largest_memory;                // the point with the largest estimate
+  std::string largest_memory_at;             // its values of the options that vary, "layers=3, d=10"
+};
+bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* errors);
+
+// True for the options that enter neither a cross-option rule (point_validate), nor estimate_seconds,
+// nor estimate_memory: summarise does not walk their axes.
+bool only_multiplies(const std::string& option);
 
 // Expands and validates; on failure returns false and fills `errors` with messages naming where,
 // the option, the value and the rule.

@@ -1,0 +1,100 @@
+// Per-point memory, mirroring the allocations of train_point (sizes in bytes, doubles so that no
+// product overflows):
+//   TaskBatch<T> of B tasks (data.cpp): ceil(B/V) chunks x (D N + 2) lanes (Z, y, mask), B (d+1)
+//     doubles (w, sigma), and a scratch of 2 ceil((d + (n+1) d + n) / 2) + d + 1 lanes; a lane is 64 bytes.
+//   LaneModel<T> (model.cpp): (L+1) D N lanes of layer inputs, 2 L H D^2 lanes of gradient accumulators,
+//     2 D N of backward scratch; linear: 2 L D^2 + L H D^2 + 3 D^2 lanes of caches; softmax:
+//     L H (2 D N + n N) + 2 D N + n N lanes.  Objective<T> adds P, Q (T) and dP, dQ (double).
+//   train.cpp keeps the batch, the evaluation set, Objective<T>, the landscape's Objective<double> and
+//     its sets, and the curves alive through analyse_point (analysis.cpp), which adds kTuneTasks + 1000
+//     tasks, the per-task spectra of the 16,000 tuning tasks or of the evaluation set (3 TaskSpectrum of
+//     three d-vectors each), three readouts (layers + d doubles per task), and an out-of-distribution
+//     set of 1000 tasks at context length 2n with its model.
+#include "icl/sweep/memory.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace icl::sweep {
+namespace {
+
+constexpr double kLane = 64;                 // bytes of a lane vector (lane.hpp)
+constexpr double kProcess = 48.0 * (1 << 20);   // executable, Eigen/HDF5/MPI libraries, MPI buffers
+constexpr int kTuneTasks = 16000, kTuneModelTasks = 1000, kOodTasks = 1000;   // analysis.cpp
+constexpr int kNoiseBatches = 32, kFullBatches = 16, kFullMax = 65536;        // landscape.hpp
+
+double batch_bytes(double B, double d, double n, double s) {
+  const double V = kLane / s, D = d + 1, N = n + 1;
+  const double chunks = std::ceil(B / V);
+  const double mp = std::ceil((d + N * d + n) / 2);
+  return kLane * (chunks * (D * N + 2) + 2 * mp + d + 1) + 8 * B * (d + 1);
+}
+
+double model_bytes(double L, double H, double d, double n, bool softmax, double s) {
+  const double D = d + 1, N = n + 1;
+  double lanes = (L + 1) * D * N + 2 * L * H * D * D + 2 * D * N;
+  lanes += softmax ? L * H * (2 * D * N + n * N) + 2 * D * N + n * N : 2 * L * D * D + L * H * D * D + 3 * D * D;
+  return kLane * lanes + 2 * L * H * D * D * s;
+}
+
+double objective_bytes(double L, double H, double d, double n, bool softmax, double s) {
+  return model_bytes(L, H, d, n, softmax, s) + L * H * (d + 1) * (d + 1) * (2 * s + 16);
+}
+
+// Per-task spectra of analysis.cpp's task_set: 3 TaskSpectrum (64 bytes, in vectors grown by doubling)
+// with three heap d-vectors each (malloc: 8 bytes of header, 16-byte granules, 32 at least).
+double spectra_bytes(double tasks, double d) {
+  const double cap = std::exp2(std::ceil(std::log2(std::max(tasks, 1.0))));
+  const double vec = std::max(32.0, std::ceil((8 * d + 8) / 16) * 16);
+  return 3 * (64 * cap + tasks * 3 * vec) + 2 * 8 * cap;
+}
+
+}  // namespace
+
+std::string PointMemory::largest() const {
+  const std::pair<double, const char*> parts[] = {{training_batch, "training batch"}, {evaluation_set, "evaluation set"},
+                                                  {model, "model activations"}, {landscape, "landscape sets"},
+                                                  {analysis, "analysis sets"}, {curves, "loss curves"}};
+  return std::max_element(std::begin(parts), std::end(parts))->second;
+}
+
+PointMemory estimate_memory(const Point& p) {
+  PointMemory m;
+  const double s = p.precision == Precision::f32 ? 4 : 8;
+  const double d = p.d, n = p.n, L = p.layers, H = p.heads, B = p.batch, E = p.eval_tasks;
+  const bool softmax = p.attention == Attention::softmax;
+  const double params = 2 * L * H * (d + 1) * (d + 1);   // theta of `full` (the largest parameterisation)
+  m.training_batch = batch_bytes(B, d, n, s);
+  m.evaluation_set = batch_bytes(E, d, n, s);
+  // Objective<T> for training, the landscape's Objective<double> (always built), theta, g, Adam state
+  // and the landscape probe copies.
+  m.model = objective_bytes(L, H, d, n, softmax, s) + objective_bytes(L, H, d, n, softmax, 8) + 10 * 8 * params;
+  if (!p.landscape.empty())
+    m.landscape = batch_bytes(std::min(kFullBatches * B, double(kFullMax)), d, n, 8) + kNoiseBatches * batch_bytes(B, d, n, 8);
+  // Records of the curves (step, train, test), held in the result and once more when it is stored.
+  m.curves = 2 * 24 * (std::floor(static_cast<double>(p.steps) / p.eval_every) + 2);
+  if (p.analysis) {
+    const double tune = batch_bytes(kTuneTasks, d, n, s) + batch_bytes(kTuneModelTasks, d, n, s);
+    const double readouts = 3 * E * (L + d) * 8 + E * L * 8 + 3 * E * 8;
+    const double ood = batch_bytes(kOodTasks, d, 2 * n, s) + model_bytes(L, H, d, 2 * n, softmax, s);
+    m.analysis = tune + std::max(spectra_bytes(kTuneTasks, d), spectra_bytes(E, d) + readouts + ood);
+  }
+  m.process = kProcess;
+  m.total = m.training_batch + m.evaluation_set + m.model + m.landscape + m.curves + m.analysis + m.process;
+  return m;
+}
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 6) {
+    bytes /= 1024;
+    ++u;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, u == 0 || bytes >= 100 ? "%.0f %s" : "%#.3g %s", bytes, units[u]);   // 812 GiB, 1.00 GiB
+  return buf;
+}
+
+}  // namespace icl::sweep
