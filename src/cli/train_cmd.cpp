@@ -5,9 +5,11 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "icl/cli/cli.hpp"
+#include "icl/cli/spec_file.hpp"
 #include "icl/core/options.hpp"
 #include "icl/core/train.hpp"
 #include "icl/io/h5.hpp"
@@ -57,11 +59,13 @@ int train_main(int argc, char** argv) {
     po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
     if (vm.count("config")) {
       const std::string cfg = vm["config"].as<std::string>();
-      if (!path_exists(cfg)) {
-        std::cerr << "icl-sweep train: option 'config' = '" << cfg << "': file does not exist\n";
+      std::string text, why;
+      if (!read_spec_text(cfg, &text, &why)) {
+        std::cerr << "icl-sweep train: option 'config' = '" << cfg << "': " << why << "\n";
         return kExitUsage;
       }
-      po::store(po::parse_config_file<char>(cfg.c_str(), desc), vm);   // the command line wins
+      std::istringstream in(text);
+      po::store(po::parse_config_file(in, desc), vm);   // the command line wins
     }
     po::notify(vm);
   } catch (const po::error& e) {
