@@ -74,6 +74,7 @@ int verify_main(int argc, char** argv) {
   for (bool b : v.row_intact) intact += b;
   std::printf("file        %s: %s\n", out.c_str(),
               v.n_points < 0 ? "unreadable" : (std::to_string(intact) + " of " + std::to_string(v.n_points) + " rows intact").c_str());
+  if (v.unverifiable) std::printf("note        written by a version of icl-sweep without checksums: nothing to verify it against\n");
   for (const std::string& p : v.problems) std::printf("damaged     %s\n", p.c_str());
   sweep::Spec spec;
   sweep::Grid grid;

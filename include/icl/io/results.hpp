@@ -32,6 +32,7 @@ struct Verification {
   std::vector<bool> row_intact;         // per point: its digest matches what is stored
   std::vector<std::string> problems;    // what is damaged, by name
   bool attributes_intact = false;
+  bool unverifiable = false;            // written by a version without digests: taken as it is
 };
 Verification verify_results_file(const std::string& path);
 
