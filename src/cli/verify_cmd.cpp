@@ -73,7 +73,9 @@ int verify_main(int argc, char** argv) {
   size_t intact = 0;
   for (bool b : v.row_intact) intact += b;
   std::printf("file        %s: %s\n", out.c_str(),
-              v.n_points < 0 ? "unreadable" : (std::to_string(intact) + " of " + std::to_string(v.n_points) + " rows intact").c_str());
+              v.n_points < 0 ? "unreadable"
+              : v.unverifiable ? (std::to_string(v.n_points) + " rows, not verifiable").c_str()
+                               : (std::to_string(intact) + " of " + std::to_string(v.n_points) + " rows intact").c_str());
   if (v.unverifiable) std::printf("note        written by a version of icl-sweep without checksums: nothing to verify it against\n");
   for (const std::string& p : v.problems) std::printf("damaged     %s\n", p.c_str());
   sweep::Spec spec;
@@ -87,7 +89,8 @@ int verify_main(int argc, char** argv) {
   }
   const bool damaged = !v.problems.empty();
   if (!repair) {
-    std::printf("%s\n", damaged ? "verdict     damaged: icl-sweep verify --repair recovers what the logs hold" : "verdict     intact");
+    std::printf("%s\n", damaged ? "verdict     damaged: icl-sweep verify --repair recovers what the logs hold"
+                                 : v.unverifiable ? "verdict     no damage detectable" : "verdict     intact");
     return damaged ? kExitFailure : kExitOk;
   }
   if (!have_grid) {
