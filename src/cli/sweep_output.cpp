@@ -95,7 +95,10 @@ int SweepOutput::prepare(const OutputOptions& opt) {
   if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) throw io::io_error("cannot create", dir_);
   lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
-  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
+  // `status` probes the lock with a momentary shared lock: retry briefly before calling it another run's.
+  bool locked = false;
+  for (int k = 0; k < 20 && !(locked = ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0); ++k) ::usleep(50000);
+  if (!locked)
     return refuse(out_, "another icl-sweep run is writing it (it holds the lock on " + dir_ + "/)");
 
   // Temporaries of merges that were killed: no one else can be writing them now.
