@@ -332,11 +332,12 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
   const Tuned tu = tune_baselines(p, law, task_set(tune, bases), bases.Wi.size() > 0);
   // GD++ tuned for every K = 1..L (a K-step method is compared with the K-th readout), tied (one
   // (eta, gamma) for all K steps) and per step, each to a stationary point (gdpp.hpp), in double.
-  const TaskBatch<double> tune_model = draw<double>(law, p.seed, Stream::tune, 1, kTuneModelTasks);
+  const TaskBatch<double> tune_model = draw<double>(law, p.seed, Stream::tune, 1, kTuneModelTasks),
+                          validation = draw<double>(law, p.seed, Stream::tune, 2, kTuneModelTasks);
   std::vector<GdppTuned> gdpp_K, tied_K;
   for (int K = 1; K <= L; ++K) {
     tied_K.push_back(tune_gdpp_tied(tune_model, K, tu.gd_eta[K - 1]));
-    gdpp_K.push_back(tune_gdpp_per_step(tune_model, tied_K.back(), K > 1 ? &gdpp_K.back() : nullptr, tu.gd_eta[K - 1], p.seed));
+    gdpp_K.push_back(tune_gdpp_per_step(tune_model, tied_K.back(), K > 1 ? &gdpp_K.back() : nullptr, tu.gd_eta[K - 1], p.seed, &validation));
     S["gdpp_tied_eta"].push_back(tied_K.back().eta[0]);
     S["gdpp_tied_gamma"].push_back(tied_K.back().gamma[0]);
     S["gdpp_tune_grad"].push_back(gdpp_K.back().grad_norm);
