@@ -2,7 +2,8 @@
 // of kTuneTasks for the closed-form baselines (TunedRR's gain over AdaRR, ~0.01 in MSE at d = 10,
 // n = 20, sigma ~ U(0, 2), is lost in the noise of 2,000 tasks) and kTuneModelTasks for GD++ (whose
 // tuning runs the model: 2K parameters fitted on it to a stationary point, so the set must be large
-// enough that the fit does not chase its noise); kNoiseTasks per noise level, kOodTasks per out-of-distribution setting.
+// enough that the fit does not chase its noise) with kGdppValidationTasks to choose among per-step GD++'s
+// stationary points (the deep ones can explode on rare tasks: a large set sees more of them); kNoiseTasks per noise level, kOodTasks per out-of-distribution setting.
 #include "icl/core/analysis.hpp"
 
 #include <chrono>
@@ -17,7 +18,7 @@
 namespace icl {
 namespace {
 
-constexpr int kTuneTasks = 16000, kTuneModelTasks = 2000, kNoiseTasks = 1000, kOodTasks = 1000;
+constexpr int kTuneTasks = 16000, kTuneModelTasks = 2000, kGdppValidationTasks = 10000, kNoiseTasks = 1000, kOodTasks = 1000;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -333,7 +334,7 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
   // GD++ tuned for every K = 1..L (a K-step method is compared with the K-th readout), tied (one
   // (eta, gamma) for all K steps) and per step, each to a stationary point (gdpp.hpp), in double.
   const TaskBatch<double> tune_model = draw<double>(law, p.seed, Stream::tune, 1, kTuneModelTasks),
-                          validation = draw<double>(law, p.seed, Stream::tune, 2, kTuneModelTasks);
+                          validation = draw<double>(law, p.seed, Stream::tune, 2, kGdppValidationTasks);
   std::vector<GdppTuned> gdpp_K, tied_K;
   for (int K = 1; K <= L; ++K) {
     tied_K.push_back(tune_gdpp_tied(tune_model, K, tu.gd_eta[K - 1]));
