@@ -7,7 +7,7 @@
 //                      point's seed: the same tasks for every run, optimiser, rate and step of a sweep
 //                      (for a law without a seed-drawn rotation), so condition numbers are comparable
 //   Hessian diagonal   H_ii on the fixed set, over every trained parameter, by central differences of
-//                      the analytic gradient in double (error O(h^2), about 1e-9 relative; a parameter
+//                      the analytic gradient in double (step h = 1e-5, error O(h^2); a parameter
 //                      that cannot move the output, e.g. the last layer's B block, gives exactly 0)
 //   robust condition   R = max_i |H_ii| / median_i |H_ii| with torch.median's convention: the LOWER of
 //                      the two middle values of an even count
