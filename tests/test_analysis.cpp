@@ -1,6 +1,7 @@
 // Baselines and analyses against closed forms, paper values and planted answers (science.md sections 4-6).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "icl/core/analysis.hpp"
@@ -259,6 +260,70 @@ TEST(Landscape, RecordedAtTheRequestedStepsAndExcludedFromTrainingTime) {
   EXPECT_TRUE(std::isnan(r.series.at("landscape_smoothness")[2]));   // no update after the last step
   EXPECT_FALSE(std::isnan(r.series.at("landscape_smoothness")[0]));
   EXPECT_LT(r.seconds_train, r.metrics.at("landscape_seconds"));
+  Point q = p;   // every:k measures at 0, k, 2k, ... below steps, as [A24]'s range(0, max_iters, 250)
+  ASSERT_EQ(point_set(q, "landscape", "every:5"), "");
+  EXPECT_EQ(find_option("landscape")->get(q), "every:5");
+  EXPECT_EQ(train_point(q).series.at("landscape_step"), (std::vector<double>{0, 5, 10, 15}));
+  EXPECT_NE(point_set(q, "landscape", "every:0"), "");
+  ASSERT_EQ(point_set(q, "landscape", "every:20"), "");
+  EXPECT_FALSE(point_validate(q).empty());   // k must be below steps
+}
+
+// torch.median's convention: the lower of the two middle values of an even count.
+TEST(Landscape, RobustConditionNumberUsesTheLowerMedian) {
+  // |H| sorted: 0 0 1 2 | 3 4 5 100: lower median 2 (the upper would be 3), max 100.
+  EXPECT_DOUBLE_EQ(robust_condition_number({5, 0, -1, 100, 0, 3, -4, 2}), 50.0);
+  EXPECT_DOUBLE_EQ(robust_condition_number({5, 0, -1, 100, 3, -4, 2}), 100.0 / 3.0);   // odd: the middle one
+  EXPECT_TRUE(std::isnan(robust_condition_number({0, 0, 0, 7})));                      // median 0
+}
+
+// [A24]'s model, [A23] eq. (11): 150 parameters at d = 5, L = 3; the last layer's B block cannot reach
+// the readout, so 25 of the 150 diagonal entries are exactly 0 and the lower median is the 75th value.
+TEST(Landscape, SparseAbHessianHasTheLastLayersBBlockFlat) {
+  const Point p = test::make_point({{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"param", "sparse_ab"},
+                                    {"precision", "float64"}});
+  Objective<double> obj(p);
+  ASSERT_EQ(obj.layout().size(), 150);
+  const std::vector<double> theta = param_init(p, obj.layout());
+  const auto batch = test::make_batch<double>(p, 200);
+  const std::vector<double> H = hessian_diagonal(obj, batch, theta);
+  int zeros = 0;
+  for (const ParamView& v : obj.layout().views())
+    for (int k = 0; k < v.rows * v.cols; ++k) {
+      const bool flat = v.name == "B" && v.layer == 2;
+      if (flat) {
+        EXPECT_EQ(H[v.offset + k], 0.0) << v.name << v.layer;
+      } else {
+        EXPECT_NE(H[v.offset + k], 0.0) << v.name << v.layer;
+      }
+      zeros += H[v.offset + k] == 0.0;
+    }
+  EXPECT_EQ(zeros, 25);
+  std::vector<double> a(H.size());
+  for (size_t i = 0; i < H.size(); ++i) a[i] = std::fabs(H[i]);
+  std::sort(a.begin(), a.end());
+  EXPECT_DOUBLE_EQ(robust_condition_number(H), a.back() / a[74]);
+}
+
+// The fixed landscape set: the same tasks for points of different seeds (and optimisers), of the size
+// hessian_tasks, and not the point's own training or evaluation tasks.
+TEST(Landscape, FixedSetIsSharedByPointsOfDifferentSeeds) {
+  const Point p1 = test::make_point({{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"param", "sparse_ab"},
+                                     {"landscape", "every:250"}, {"steps", "1000"}, {"seed", "1"},
+                                     {"optimizer", "sgd"}, {"hessian_tasks", "300"}, {"batch", "64"}});
+  Point p2 = p1;
+  ASSERT_EQ(point_set(p2, "seed", "2"), "");
+  ASSERT_EQ(point_set(p2, "optimizer", "adamw"), "");
+  const Landscape l1(p1, make_task_law(p1)), l2(p2, make_task_law(p2));
+  const TaskBatch<double>&s1 = l1.fixed_set(), &s2 = l2.fixed_set();
+  ASSERT_EQ(s1.B, 300);
+  ASSERT_EQ(s2.B, 300);
+  for (size_t i = 0; i < s1.Z.size(); ++i)
+    for (int v = 0; v < kLanes<double>; ++v) ASSERT_EQ(s1.Z[i][v], s2.Z[i][v]);
+  for (size_t c = 0; c < s1.y.size(); ++c)
+    for (int v = 0; v < kLanes<double>; ++v) ASSERT_EQ(s1.y[c][v], s2.y[c][v]);
+  const auto own = test::make_batch<double>(p1, 300);   // a seeded set of point 1 differs
+  EXPECT_NE(own.Z[0][0], s1.Z[0][0]);
 }
 
 }  // namespace

@@ -81,10 +81,39 @@ TEST(Data, UniformSphereAndGammaInputs) {
   const Moments s = moments(make_point({{"d", "5"}, {"n", "10"}, {"x_dist", "sphere"}, {"precision", "float64"}}), 2000);
   EXPECT_NEAR(s.min_norm, 1.0, 1e-12);
   EXPECT_NEAR(s.max_norm, 1.0, 1e-12);
-  const Moments g = moments(make_point({{"d", "5"}, {"n", "20"}, {"x_dist", "gamma"}, {"precision", "float64"}}), 20000);
-  EXPECT_NEAR(g.mean_norm2, 10.0, 0.6);   // E|x|^2 = E[G] = k * 10/k
-  EXPECT_GT(g.max_norm, 20.0);            // heavy tail: G ~ Gamma(0.1, 100)
-  EXPECT_LT(g.min_norm, 1e-3);
+}
+
+// [A24]'s heavy-tailed law x = sqrt(G) u, G ~ Gamma(k, scale sqrt(10/k)) (its linear_transformer.py):
+// |x|^2 = G, so E|x|^2 = sqrt(10 k) = 1 at k = 0.1 and Var|x|^2 = k (10/k) = 10.  At k = 2.5 and d = 5
+// the scale is 2, G is chi-square with 5 degrees of freedom and x is exactly N(0, I_5).
+TEST(Data, GammaInputsFollowTheA24Law) {
+  struct Case { const char* law; double mean, var; };
+  for (const Case c : {Case{"gamma:0.1", 1.0, 10.0}, Case{"gamma:2.5", 5.0, 10.0}}) {
+    const Point p = make_point({{"d", "5"}, {"n", "20"}, {"x_dist", c.law}, {"precision", "float64"}});
+    const int B = 20000;
+    const auto batch = make_batch<double>(p, B);
+    std::vector<double> g;   // |x|^2 of every token
+    double max_norm2 = 0;
+    for (int t = 0; t < B; ++t) {
+      Eigen::MatrixXd X;
+      Eigen::VectorXd y;
+      batch_task(batch, t, &X, &y);
+      for (int j = 0; j <= p.n; ++j) g.push_back(X.col(j).squaredNorm());
+    }
+    const double N = static_cast<double>(g.size());
+    double mean = 0, var = 0;
+    for (double v : g) mean += v / N;
+    for (double v : g) { var += (v - mean) * (v - mean) / (N - 1); max_norm2 = std::max(max_norm2, v); }
+    const double se = std::sqrt(var / N);
+    EXPECT_NEAR(mean, c.mean, 4 * se) << c.law << ": E|x|^2 = " << mean << " +- " << se;
+    EXPECT_NEAR(var, c.var, 0.1 * c.var) << c.law;
+    EXPECT_NEAR(make_task_law(p).Sigma(0, 0), c.mean / p.d, 1e-12) << c.law;   // the law's true covariance
+    if (c.mean == 1.0) {
+      EXPECT_GT(max_norm2, 30.0);   // heavy tail: P(G > 30) ~ 1.6e-3 at k = 0.1
+    }
+  }
+  const Moments m = moments(make_point({{"d", "5"}, {"n", "20"}, {"x_dist", "gamma:2.5"}, {"precision", "float64"}}), 20000);
+  EXPECT_LT((m.x_cov - Eigen::MatrixXd::Identity(5, 5)).cwiseAbs().maxCoeff(), 0.02);   // x ~ N(0, I)
 }
 
 TEST(Rng, NormalMomentsAndIndependenceOfStreams) {

@@ -1,7 +1,9 @@
 // The analyses of analysis.hpp.  Sizes: the point's evaluation set for the headline numbers; tuning sets
 // of kTuneTasks for the closed-form baselines (TunedRR's gain over AdaRR, ~0.01 in MSE at d = 10,
 // n = 20, sigma ~ U(0, 2), is lost in the noise of 2,000 tasks) and kTuneModelTasks for GD++ (whose
-// tuning runs the model); kNoiseTasks per noise level, kOodTasks per out-of-distribution setting.
+// tuning runs the model: 2K parameters fitted on it to a stationary point, so the set must be large
+// enough that the fit does not chase its noise) with kGdppValidationTasks to choose among per-step GD++'s
+// stationary points (the deep ones can explode on rare tasks: a large set sees more of them); kNoiseTasks per noise level, kOodTasks per out-of-distribution setting.
 #include "icl/core/analysis.hpp"
 
 #include <chrono>
@@ -9,15 +11,15 @@
 #include <limits>
 
 #include "icl/core/baselines.hpp"
+#include "icl/core/gdpp.hpp"
 #include "icl/core/model.hpp"
-#include "icl/core/objective.hpp"
-#include "icl/core/optim.hpp"
 #include "icl/core/params.hpp"
 
 namespace icl {
 namespace {
 
-constexpr int kTuneTasks = 16000, kTuneModelTasks = 1000, kNoiseTasks = 1000, kOodTasks = 1000;
+constexpr int kTuneTasks = AnalysisSets::tune, kTuneModelTasks = AnalysisSets::tune_model,
+              kGdppValidationTasks = AnalysisSets::gdpp_validation, kNoiseTasks = AnalysisSets::noise, kOodTasks = AnalysisSets::ood;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -241,58 +243,6 @@ std::vector<double> labels(const TaskBatch<T>& set) {
   return y;
 }
 
-// GD++ tuned jointly over all steps: a step's gamma only changes the inputs that later steps see, so a
-// per-step (greedy) search can never credit it.  GD++ is the gdpp transformer with c = 1
-// (w_yx = p_y q_x = -eta, w_xx = p_x q_x = -gamma), so its (eta, gamma) are trained full-batch on the
-// tuning set with Adam, from plain GD with the tuned rate; the best iterate is kept, hence GD++ is never
-// worse than GD on the tuning set.
-template <class T>
-void tune_gdpp(const Point& p, int K, const TaskBatch<T>& tune, double eta_gd, std::vector<double>* eta,
-               std::vector<double>* gamma) {
-  Point q = p;
-  q.layers = K;
-  q.param = Param::gdpp;
-  q.norm = Norm::one;
-  q.attention = Attention::linear;
-  q.heads = 1;
-  q.tie = false;
-  q.act_clip = 0.0;   // GD++ is the unclipped algorithm
-  q.optimizer = Optimizer::adam;
-  q.beta1 = 0.9;
-  q.beta2 = 0.999;
-  q.weight_decay = 0.0;
-  q.lr = 0.02;
-  q.warmup = 0;
-  q.schedule = Schedule::cosine;
-  q.steps = 100;
-  Objective<T> obj(q);
-  std::vector<double> theta(obj.layout().size()), g, best;
-  for (int l = 0; l < K; ++l) {   // per layer: p = (p_x, p_y), q = (q_x)
-    theta[3 * l + 0] = 0.0;
-    theta[3 * l + 1] = -eta_gd;
-    theta[3 * l + 2] = 1.0;
-  }
-  OptState st = opt_init(obj.layout().size());
-  double best_loss = kInf;
-  // Adam moves every coordinate by about lr per step: work in units of the GD rate.
-  const double unit = std::max(eta_gd, 1e-12);
-  for (int s = 0; s <= q.steps; ++s) {
-    const double loss = obj.loss_grad(tune, theta, &g);
-    if (std::isfinite(loss) && loss < best_loss) {
-      best_loss = loss;
-      best = theta;
-    }
-    if (s == q.steps || !std::isfinite(loss)) break;
-    opt_step(q, lr_at(q, s) * unit, theta, g, st);
-  }
-  eta->clear();
-  gamma->clear();
-  for (int l = 0; l < K; ++l) {
-    eta->push_back(-best[3 * l + 1] * best[3 * l + 2]);
-    gamma->push_back(-best[3 * l + 0] * best[3 * l + 2]);
-  }
-}
-
 struct Alignment {
   double abs = 0, cos = 0, l2 = 0;
 };
@@ -382,12 +332,21 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
   // Tuning.
   const TaskBatch<T> tune = draw<T>(law, p.seed, Stream::tune, 0, kTuneTasks);
   const Tuned tu = tune_baselines(p, law, task_set(tune, bases), bases.Wi.size() > 0);
-  // GD++ tuned for every K = 1..L (a K-step method is compared with the K-th readout).
-  const TaskBatch<T> tune_model = draw<T>(law, p.seed, Stream::tune, 1, kTuneModelTasks);
-  std::vector<std::vector<double>> gdpp_eta_K(L), gdpp_gamma_K(L);
-  for (int K = 1; K <= L; ++K) tune_gdpp(p, K, tune_model, tu.gd_eta[K - 1], &gdpp_eta_K[K - 1], &gdpp_gamma_K[K - 1]);
-  const std::vector<double>& gdpp_eta = gdpp_eta_K[L - 1];
-  const std::vector<double>& gdpp_gamma = gdpp_gamma_K[L - 1];
+  // GD++ tuned for every K = 1..L (a K-step method is compared with the K-th readout), tied (one
+  // (eta, gamma) for all K steps) and per step, each to a stationary point (gdpp.hpp), in double.
+  const TaskBatch<double> tune_model = draw<double>(law, p.seed, Stream::tune, 1, kTuneModelTasks),
+                          validation = draw<double>(law, p.seed, Stream::tune, 2, kGdppValidationTasks);
+  std::vector<GdppTuned> gdpp_K, tied_K;
+  for (int K = 1; K <= L; ++K) {
+    tied_K.push_back(tune_gdpp_tied(tune_model, K, tu.gd_eta[K - 1]));
+    gdpp_K.push_back(tune_gdpp_per_step(tune_model, tied_K.back(), K > 1 ? &gdpp_K.back() : nullptr, tu.gd_eta[K - 1], p.seed, &validation));
+    S["gdpp_tied_eta"].push_back(tied_K.back().eta[0]);
+    S["gdpp_tied_gamma"].push_back(tied_K.back().gamma[0]);
+    S["gdpp_tune_grad"].push_back(gdpp_K.back().grad_norm);
+    S["gdpp_tied_tune_grad"].push_back(tied_K.back().grad_norm);
+  }
+  const std::vector<double>& gdpp_eta = gdpp_K[L - 1].eta;
+  const std::vector<double>& gdpp_gamma = gdpp_K[L - 1].gamma;
   M["const_rr_lambda"] = tu.const_rr_lambda;
   M["tuned_rr_c"] = tu.tuned_rr_c;
   M["tuned_rr_t"] = tu.tuned_rr_t;
@@ -411,19 +370,23 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
   M["loss_tf"] = mse(run_tf.final(), y);
   for (const auto& [name, v] : base.loss) M["loss_" + name] = v;
   M["loss_gdpp"] = mse(run_gdpp.final(), y);
-  for (const char* name : {"tf", "const_rr", "ada_rr", "tuned_rr", "bayes", "gd", "gdpp", "zero", "ols"})
+  M["loss_gdpp_tied"] = mse(run_model(gdpp_weights<T>(d, p.n, tied_K[L - 1].eta, tied_K[L - 1].gamma), eval_set, false).final(), y);
+  for (const char* name : {"tf", "const_rr", "ada_rr", "tuned_rr", "bayes", "gd", "gdpp", "gdpp_tied", "zero", "ols"})
     if (M.count(std::string("loss_") + name)) M[std::string("adjusted_") + name] = M["loss_" + std::string(name)] - M["loss_oracle_ridge"];
 
-  std::vector<double> layer_gd, layer_pgd, layer_gdpp;
+  std::vector<double> layer_gd, layer_pgd, layer_gdpp, layer_gdpp_tied;
   for (int K = 1; K <= L; ++K) {
     layer_gd.push_back(mse(predict_all(es.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.gd_eta[K - 1], K); }), y));
     layer_pgd.push_back(mse(predict_all(es.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.pgd_eta[K - 1], K); }), y));
     layer_gdpp.push_back(K == L ? mse(run_gdpp.final(), y)
-                                : mse(run_model(gdpp_weights<T>(d, p.n, gdpp_eta_K[K - 1], gdpp_gamma_K[K - 1]), eval_set, false).final(), y));
+                                : mse(run_model(gdpp_weights<T>(d, p.n, gdpp_K[K - 1].eta, gdpp_K[K - 1].gamma), eval_set, false).final(), y));
+    layer_gdpp_tied.push_back(K == L ? M["loss_gdpp_tied"]
+                                     : mse(run_model(gdpp_weights<T>(d, p.n, tied_K[K - 1].eta, tied_K[K - 1].gamma), eval_set, false).final(), y));
   }
   S["layer_loss_gd"] = layer_gd;
   S["layer_loss_pgd"] = layer_pgd;
   S["layer_loss_gdpp"] = layer_gdpp;
+  S["layer_loss_gdpp_tied"] = layer_gdpp_tied;
 
   const Alignment a_gd = align(run_tf, run_gd), a_gdpp = align(run_tf, run_gdpp);
   M["align_gd_abs"] = a_gd.abs;

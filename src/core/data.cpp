@@ -52,6 +52,10 @@ double gamma_draw(uint64_t key, double k, double scale) {
   }
 }
 
+// Scale of [A24]'s radial law G ~ Gamma(k, sqrt(10/k)) (linear_transformer.py, generate_data: numpy's
+// gamma(shape = k, scale = (10/k)^0.5)), so E[G] = k sqrt(10/k) = sqrt(10 k): 1 at the paper's k = 0.1.
+double gamma_scale(double k) { return std::sqrt(10.0 / k); }
+
 }  // namespace
 
 TaskLaw make_task_law(const Point& p) {
@@ -66,7 +70,7 @@ TaskLaw make_task_law(const Point& p) {
   law.Sigma = Eigen::MatrixXd::Identity(d, d);
   if (p.x_dist == XDist::uniform) law.Sigma *= p.x_param * p.x_param / 3.0;
   if (p.x_dist == XDist::sphere) law.Sigma /= d;
-  if (p.x_dist == XDist::gamma) law.Sigma *= 10.0 / d;   // E[G] = k * (10/k)
+  if (p.x_dist == XDist::gamma) law.Sigma *= p.x_param * gamma_scale(p.x_param) / d;   // E[G] = k sqrt(10/k)
   if (p.cov != CovKind::identity) {
     const Eigen::VectorXd lambda = Eigen::Map<const Eigen::VectorXd>(p.cov_spectrum.data(), d);
     const Eigen::MatrixXd U = p.cov == CovKind::rotated
@@ -173,7 +177,7 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
             radius[v] = T(1) / std::sqrt(norm2[v]);
             if (law.x_dist == XDist::gamma)
               radius[v] *= static_cast<T>(
-                  std::sqrt(gamma_draw(rng_key(keys[v], Stream::eval, j), law.x_param, 10.0 / law.x_param)));
+                  std::sqrt(gamma_draw(rng_key(keys[v], Stream::eval, j), law.x_param, gamma_scale(law.x_param))));
           }
           for (int i = 0; i < d; ++i) Z[i * N + j] = g[j * d + i] * radius;
         }

@@ -46,9 +46,21 @@ double directional_smoothness(Objective<double>& obj, const TaskBatch<double>& b
   return uHu / (un * un);
 }
 
+double robust_condition_number(const std::vector<double>& H) {
+  if (H.empty()) return std::nan("");
+  std::vector<double> a(H.size());
+  for (size_t i = 0; i < H.size(); ++i) a[i] = std::fabs(H[i]);
+  const double max = *std::max_element(a.begin(), a.end());
+  const size_t mid = (a.size() - 1) / 2;   // lower median: sorted index (m-1)/2, as torch.median
+  std::nth_element(a.begin(), a.begin() + static_cast<std::ptrdiff_t>(mid), a.end());
+  return a[mid] > 0 ? max / a[mid] : std::nan("");
+}
+
 Landscape::Landscape(const Point& p, const TaskLaw& law) : p_(p), obj_(p) {
-  if (p.landscape.empty()) return;
-  full_.resize(std::min(kFullBatches * p.batch, 65536), p.d, p.n);
+  if (p.landscape.empty() && p.landscape_every == 0) return;
+  fixed_.resize(p.hessian_tasks, p.d, p.n);
+  sample_tasks(law, kFixedSeed, Stream::analysis, 700, fixed_);
+  full_.resize(std::min(kFullBatches * p.batch, kFullMax), p.d, p.n);
   sample_tasks(law, p.seed, Stream::analysis, 500, full_);
   batches_.resize(kNoiseBatches);
   for (int k = 0; k < kNoiseBatches; ++k) {
@@ -58,6 +70,7 @@ Landscape::Landscape(const Point& p, const TaskLaw& law) : p_(p), obj_(p) {
 }
 
 bool Landscape::wanted(int64_t step) const {
+  if (p_.landscape_every > 0) return step < p_.steps && step % p_.landscape_every == 0;
   return std::find(p_.landscape.begin(), p_.landscape.end(), step) != p_.landscape.end();
 }
 
@@ -65,23 +78,19 @@ void Landscape::measure(int64_t step, const std::vector<double>& theta, const st
   const auto t0 = std::chrono::steady_clock::now();
   auto& S = r.series;
   std::vector<double> g_full, g;
-  obj_.loss_grad(full_, theta, &g_full);
+  obj_.loss_grad(fixed_, theta, &g);
   S["landscape_step"].push_back(static_cast<double>(step));
-  S["landscape_grad_norm"].push_back(norm(g_full));
+  S["landscape_grad_norm"].push_back(norm(g));
+  obj_.loss_grad(full_, theta, &g_full);
   for (auto& b : batches_) {
     obj_.loss_grad(b, theta, &g);
     for (size_t i = 0; i < g.size(); ++i) g[i] -= g_full[i];
     S["landscape_grad_noise"].push_back(norm(g));   // kNoiseBatches values per step
   }
-  const std::vector<double> H = hessian_diagonal(obj_, full_, theta);
-  std::vector<double> a(H.size());
-  for (size_t i = 0; i < H.size(); ++i) a[i] = std::fabs(H[i]);
-  std::vector<double> sorted = a;
-  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-  const double median = sorted[sorted.size() / 2];
-  S["landscape_hessian_cond"].push_back(median > 0 ? *std::max_element(a.begin(), a.end()) / median : std::nan(""));
+  const std::vector<double> H = hessian_diagonal(obj_, fixed_, theta);
+  S["landscape_hessian_cond"].push_back(robust_condition_number(H));
   S["landscape_hessian_diag"].insert(S["landscape_hessian_diag"].end(), H.begin(), H.end());   // #params per step
-  S["landscape_smoothness"].push_back(update.empty() ? std::nan("") : directional_smoothness(obj_, full_, theta, update));
+  S["landscape_smoothness"].push_back(update.empty() ? std::nan("") : directional_smoothness(obj_, fixed_, theta, update));
   r.metrics["landscape_seconds"] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -138,7 +138,7 @@ std::vector<OptionDef> make_table() {
       "[VO23]'s code does for deep models (0 = off)", &Point::act_clip, 0.0, false));
   t.push_back({"x_dist",
                "input law: gaussian | uniform[:a] (U(-a,a), default a=0.5) | sphere | gamma[:k] "
-               "(sqrt(G) u, G ~ Gamma(k, 10/k), default k=0.1)",
+               "(sqrt(G) u, G ~ Gamma(shape k, scale sqrt(10/k)), E[G] = sqrt(10 k), default k=0.1)",
                Column::text,
                [](Point& p, const std::string& v) -> std::string {
                  const std::string s = trim(v);
@@ -277,13 +277,23 @@ std::vector<OptionDef> make_table() {
   t.push_back(real_option("ridge_lambda", "lambda of the fixed-lambda ridge baseline", &Point::ridge_lambda, 0.0, true));
   t.push_back({"landscape",
                "[A24] optimisation landscape (gradient noise, Hessian diagonal, directional smoothness) at these "
-               "steps: off | s1,s2,... (0 = initialisation)",
+               "steps: off | every:k (steps 0, k, 2k, ... below steps, as [A24]'s code with k = 250) | "
+               "s1,s2,... (0 = initialisation)",
                Column::text,
                [](Point& p, const std::string& v) -> std::string {
                  const std::string s = trim(v);
-                 if (s == "off") { p.landscape.clear(); return ""; }
+                 p.landscape.clear();
+                 p.landscape_every = 0;
+                 if (s == "off") return "";
+                 if (s.compare(0, 6, "every:") == 0) {
+                   int64_t k;
+                   if (!parse_int64(s.substr(6), &k) || k < 1 || k > kMaxSteps)
+                     return "every:k needs an integer k in [1, " + std::to_string(kMaxSteps) + "]";
+                   p.landscape_every = k;
+                   return "";
+                 }
                  std::vector<double> l;
-                 if (!parse_list(s, &l)) return "must be off or a comma-separated list of steps";
+                 if (!parse_list(s, &l)) return "must be off, every:k or a comma-separated list of steps";
                  std::vector<int64_t> steps;
                  for (double x : l) {
                    if (x < 0 || x != std::floor(x) || x > kMaxSteps)
@@ -294,11 +304,15 @@ std::vector<OptionDef> make_table() {
                  return "";
                },
                [](const Point& p) -> std::string {
+                 if (p.landscape_every > 0) return "every:" + std::to_string(p.landscape_every);
                  if (p.landscape.empty()) return "off";
                  std::string s;
                  for (size_t i = 0; i < p.landscape.size(); ++i) s += (i ? "," : "") + std::to_string(p.landscape[i]);
                  return s;
                }});
+  t.push_back(int_option("hessian_tasks", "size of the fixed landscape set, the same for every point (seed and "
+      "stream of its own): Hessian diagonal, gradient norm, smoothness ([A24]'s code: 1000)",
+      &Point::hessian_tasks, 1, 1000000));
   return t;
 }
 
@@ -336,6 +350,7 @@ std::vector<std::string> point_validate(const Point& p) {
     bad("noise", "uniform:s_max needs s_max > 0");
   for (int64_t s : p.landscape)
     if (s > p.steps) bad("landscape", "steps must be <= steps = " + std::to_string(p.steps));
+  if (p.landscape_every >= p.steps) bad("landscape", "every:k needs k < steps = " + std::to_string(p.steps));
   if (p.warmup >= p.steps)
     bad("warmup", "must be smaller than steps = " + std::to_string(p.steps));
   if (p.schedule == Schedule::step && p.decay_every == 0)

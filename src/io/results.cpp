@@ -46,6 +46,7 @@ std::string analysis_doc(const std::string& name) {
       {"loss_bayes", "MSE of the Bayes-optimal predictor for the noise mixture"},
       {"loss_gd", "MSE of L steps of GD from w = 0 with one tuned rate ([VO23])"},
       {"loss_pgd", "MSE of L steps of GD preconditioned by Sigma^-1, one tuned rate ([A23])"},
+      {"loss_gdpp_tied", "MSE of L steps of GD++ with one tuned (eta, gamma) for every step (recurrent; [VO23] Fig. 3)"},
       {"loss_gdpp", "MSE of L steps of GD++ with tuned (eta, gamma) per step ([VO23] App. A.10)"},
       {"adjusted_", "loss minus loss_oracle_ridge ([V24] adjusted loss; halve for its tables)"},
       {"align_gd_abs", "mean |yhat_TF - yhat_GD| (L-step GD, [VO23])"},
@@ -59,9 +60,15 @@ std::string analysis_doc(const std::string& name) {
       {"gd_eta", "tuned GD rate per K = 1..L (yhat = eta <sum y_i x_i, x_q> for K = 1)"},
       {"pgd_eta", "tuned preconditioned-GD rate per K = 1..L"},
       {"gdpp_eta", "GD++ rate per step of the L-step method"},
-      {"gdpp_gamma", "GD++ input-transform gamma per step (x <- (I - gamma X X^T) x)"},
+      {"gdpp_gamma", "GD++ input-transform gamma per step (x <- (I - gamma X X^T) x); the last step's does not act: 0"},
+      {"gdpp_tied_eta", "tied GD++: the one rate eta of the K-step method, K = 1..L"},
+      {"gdpp_tied_gamma", "tied GD++: the one gamma of the K-step method, K = 1..L"},
+      {"gdpp_tune_grad", "per-step GD++ tuning: |grad| (in units of the GD rate) / loss at the result, K = 1..L; "
+                         "stationary when <= 1e-6"},
+      {"gdpp_tied_tune_grad", "tied GD++ tuning: |grad| / loss at the result, K = 1..L"},
       {"layer_loss_gd", "MSE of K-step GD, K = 1..L, each with its own tuned rate"},
       {"layer_loss_pgd", "MSE of K-step preconditioned GD, K = 1..L"},
+      {"layer_loss_gdpp_tied", "MSE of K-step tied GD++, K = 1..L, each tuned for K steps"},
       {"layer_loss_gdpp", "MSE of K-step GD++, K = 1..L, each tuned for K steps"},
       {"noise_sigma", "noise levels of the per-level evaluation (multiples of the training maximum)"},
       {"noise_loss_", "MSE per noise level (columns follow noise_sigma), 1,000 tasks each"},
@@ -79,11 +86,13 @@ std::string analysis_doc(const std::string& name) {
       {"precond_b", "per layer, tr(B_l)/d (sparse_ab)"},
       {"v24_w_", "per layer, [V24] scalar w_xx, w_xy, w_yx or w_yy (projected for full)"},
       {"landscape_step", "steps of the landscape measurements"},
-      {"landscape_grad_norm", "|g_full| per measured step"},
+      {"landscape_grad_norm", "|g| on the fixed landscape set (hessian_tasks tasks, the same for every point) per measured step"},
       {"landscape_grad_noise", "|g_B - g_full| for 32 mini-batches per measured step (steps x 32, row-major)"},
-      {"landscape_hessian_cond", "robust condition number max|H_ii| / median|H_ii| per measured step"},
-      {"landscape_hessian_diag", "Hessian diagonal per measured step (steps x #params, row-major)"},
-      {"landscape_smoothness", "u^T H u / |u|^2 along the optimiser's update, per measured step"},
+      {"landscape_hessian_cond", "robust condition number max|H_ii| / median|H_ii| (lower median of an even count, "
+                                 "as torch.median) on the fixed landscape set, per measured step"},
+      {"landscape_hessian_diag", "Hessian diagonal over every parameter on the fixed landscape set, per measured step "
+                                 "(steps x #params, row-major)"},
+      {"landscape_smoothness", "u^T H u / |u|^2 along the optimiser's update on the fixed landscape set, per measured step"},
   };
   for (const auto& [key, doc] : docs)
     if (name == key || (key.back() == '_' && name.compare(0, key.size(), key) == 0)) return doc;

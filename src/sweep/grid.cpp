@@ -1,11 +1,13 @@
 #include "icl/sweep/grid.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <set>
 
 #include "icl/core/options.hpp"
+#include "icl/core/params.hpp"
 #include "icl/core/rng.hpp"
 #include "icl/core/train.hpp"
 
@@ -42,7 +44,13 @@ double estimate_seconds(const Point& p) {
   const double per_task = model_flops_per_task(p);
   const double evals = static_cast<double>(p.steps / p.eval_every + 2) * p.eval_tasks * per_task / 3;
   const double analysis = p.analysis ? 40000.0 * per_task / 3 + 2e5 * p.d * p.d : 0.0;
-  return (per_task * p.batch * static_cast<double>(p.steps) + evals + analysis) / kNominalFlops + 0.01;
+  // Landscape (landscape.hpp): per measurement 2 #params + 2 gradients on the fixed set and 48 batches
+  // for the gradient noise, in double (about twice the float cost).
+  const double measurements = p.landscape_every > 0 ? std::ceil(static_cast<double>(p.steps) / p.landscape_every)
+                                                    : static_cast<double>(p.landscape.size());
+  const double landscape = measurements * 2 * per_task *
+                           ((2.0 * ParamLayout(p).size() + 2) * p.hessian_tasks + 48.0 * p.batch);
+  return (per_task * p.batch * static_cast<double>(p.steps) + evals + analysis + landscape) / kNominalFlops + 0.01;
 }
 
 bool only_multiplies(const std::string& option) {

@@ -6,11 +6,14 @@
 //     2 D N of backward scratch; linear: 2 L D^2 + L H D^2 + 3 D^2 lanes of caches; softmax:
 //     L H (2 D N + n N) + 2 D N + n N lanes.  Objective<T> adds P, Q (T) and dP, dQ (double).
 //   train.cpp keeps the batch, the evaluation set, Objective<T>, the landscape's Objective<double> and
-//     its sets, and the curves alive through analyse_point (analysis.cpp), which adds kTuneTasks + 1000
-//     tasks, the per-task spectra of the 16,000 tuning tasks or of the evaluation set (3 TaskSpectrum of
+//     its sets, and the curves alive through analyse_point (analysis.cpp), which adds its tuning sets
+//     (AnalysisSets), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (3 TaskSpectrum of
 //     three d-vectors each), three readouts (layers + d doubles per task), and an out-of-distribution
 //     set of 1000 tasks at context length 2n with its model.
 #include "icl/sweep/memory.hpp"
+
+#include "icl/core/analysis.hpp"
+#include "icl/core/landscape.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -21,8 +24,9 @@ namespace {
 
 constexpr double kLane = 64;                 // bytes of a lane vector (lane.hpp)
 constexpr double kProcess = 48.0 * (1 << 20);   // executable, Eigen/HDF5/MPI libraries, MPI buffers
-constexpr int kTuneTasks = 16000, kTuneModelTasks = 1000, kOodTasks = 1000;   // analysis.cpp
-constexpr int kNoiseBatches = 32, kFullBatches = 16, kFullMax = 65536;        // landscape.hpp
+constexpr int kTuneTasks = AnalysisSets::tune, kTuneModelTasks = AnalysisSets::tune_model,
+              kGdppValidationTasks = AnalysisSets::gdpp_validation, kOodTasks = AnalysisSets::ood;
+constexpr int kNoiseBatches = Landscape::kNoiseBatches, kFullBatches = Landscape::kFullBatches, kFullMax = Landscape::kFullMax;
 
 double batch_bytes(double B, double d, double n, double s) {
   const double V = kLane / s, D = d + 1, N = n + 1;
@@ -70,12 +74,13 @@ PointMemory estimate_memory(const Point& p) {
   // Objective<T> for training, the landscape's Objective<double> (always built), theta, g, Adam state
   // and the landscape probe copies.
   m.model = objective_bytes(L, H, d, n, softmax, s) + objective_bytes(L, H, d, n, softmax, 8) + 10 * 8 * params;
-  if (!p.landscape.empty())
-    m.landscape = batch_bytes(std::min(kFullBatches * B, double(kFullMax)), d, n, 8) + kNoiseBatches * batch_bytes(B, d, n, 8);
+  if (!p.landscape.empty() || p.landscape_every > 0)
+    m.landscape = batch_bytes(std::min(kFullBatches * B, double(kFullMax)), d, n, 8) + kNoiseBatches * batch_bytes(B, d, n, 8) +
+                  batch_bytes(p.hessian_tasks, d, n, 8);
   // Records of the curves (step, train, test), held in the result and once more when it is stored.
   m.curves = 2 * 24 * (std::floor(static_cast<double>(p.steps) / p.eval_every) + 2);
   if (p.analysis) {
-    const double tune = batch_bytes(kTuneTasks, d, n, s) + batch_bytes(kTuneModelTasks, d, n, s);
+    const double tune = batch_bytes(kTuneTasks, d, n, s) + batch_bytes(kTuneModelTasks, d, n, 8) + batch_bytes(kGdppValidationTasks, d, n, 8);
     const double readouts = 3 * E * (L + d) * 8 + E * L * 8 + 3 * E * 8;
     const double ood = batch_bytes(kOodTasks, d, 2 * n, s) + model_bytes(L, H, d, 2 * n, softmax, s);
     m.analysis = tune + std::max(spectra_bytes(kTuneTasks, d), spectra_bytes(E, d) + readouts + ood);

@@ -18,6 +18,12 @@
 
 namespace icl {
 
+// The analysis's own task sets (sizes also used by the sweep's memory estimate, sweep/memory.cpp):
+// closed-form tuning, GD++ tuning and its validation (both double), per noise level, per OOD setting.
+struct AnalysisSets {
+  static constexpr int tune = 16000, tune_model = 2000, gdpp_validation = 10000, noise = 1000, ood = 1000;
+};
+
 template <class T>
 void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>& theta,
                    const TaskBatch<T>& eval_set, Result& r);

@@ -64,7 +64,9 @@ struct Point {
   // analysis (science.md sections 4-5)
   bool analysis = true;               // baselines, alignment, preconditioners, OOD curves on the eval set
   double ridge_lambda = 1.0;          // the fixed-lambda ridge baseline
-  std::vector<int64_t> landscape;     // [A24] landscape measurements at these steps (empty = off)
+  std::vector<int64_t> landscape;     // [A24] landscape measurements at these steps (empty = off) ...
+  int64_t landscape_every = 0;        // ... or at steps 0, k, 2k, ... below `steps` (0 = use the list)
+  int hessian_tasks = 1000;           // size of the fixed landscape set (Hessian diagonal, smoothness)
 };
 
 // Tokens are (d+1)-vectors; a task's token matrix Z is (d+1) x (n+1).

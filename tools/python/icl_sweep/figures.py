@@ -33,7 +33,7 @@ def _rows_over(r, idx, x, values):
     return np.array(xs, dtype=float), rows
 
 
-DEPTH_BASELINES = ("gd", "pgd", "gdpp")   # K = L steps: they depend on the depth
+DEPTH_BASELINES = ("gd", "pgd", "gdpp", "gdpp_tied")   # K = L steps: they depend on the depth
 
 
 def loss_vs_axis(r):
@@ -185,7 +185,7 @@ def layer_readouts(r):
     for ax, (pkey, lines) in zip(axes, by_panel.items()):
         _, deepest, deep = _deepest(layers, lines)
         ks = np.arange(1, deepest + 1)
-        for key in ("gd", "pgd", "gdpp"):
+        for key in ("gd", "pgd", "gdpp", "gdpp_tied"):
             series = r.sweep.analysis(f"layer_loss_{key}")
             if series.shape[1] and not (key == "pgd" and _same(series, r.sweep.analysis("layer_loss_gd"), deep)):
                 plot.baseline_line(ax, ks, stats(r.scale(series[deep][:, :deepest]))[0], key)

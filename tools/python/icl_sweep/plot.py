@@ -21,7 +21,8 @@ BASELINES = (
     ("bayes", "Bayes-optimal", "#000000", (0, (3, 1, 1, 1))),
     ("gd", "GD (K steps, tuned rate)", "#d62728", (0, (6, 2))),
     ("pgd", "GD preconditioned by Sigma^-1", "#ff7f0e", (0, (6, 2))),
-    ("gdpp", "GD++ (K steps, tuned)", "#2ca02c", (0, (6, 2))),
+    ("gdpp", "GD++ (K steps, tuned per step)", "#2ca02c", (0, (6, 2))),
+    ("gdpp_tied", "GD++ (K steps, one tuned pair)", "#98df8a", (0, (2, 2))),
 )
 BASELINE = {key: (name, colour, dash) for key, name, colour, dash in BASELINES}
 MODEL_COLOURS = ("#1f77b4", "#6a3d9a", "#8c564b", "#008080", "#808000", "#000080", "#c51b7d", "#b8860b",

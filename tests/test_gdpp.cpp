@@ -1,0 +1,104 @@
+// GD++ tuning (gdpp.hpp) on the [VO23] setting: d = n = 10, x ~ U(-0.5, 0.5)^d, noiseless.  The tuned
+// (eta, gamma) must be a stationary point of the tuning loss and match or beat dense grids on the same set.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "icl/core/gdpp.hpp"
+#include "test_util.hpp"
+
+namespace icl {
+namespace {
+
+struct Vo23 {
+  Point p = test::make_point({{"d", "10"}, {"n", "10"}, {"x_dist", "uniform:0.5"}, {"precision", "float64"}});
+  TaskBatch<double> tune = test::make_batch<double>(p, 500);
+  // The K-step GD rate the tuner starts from: the best of a 1-D grid (gamma = 0).
+  double eta_gd(int K) const {
+    double best = 0, best_f = 1e300;
+    for (int i = 1; i <= 40; ++i) {
+      const double f = gdpp_loss(tune, std::vector<double>(K, 0.05 * i), std::vector<double>(K, 0.0));
+      if (f < best_f) { best_f = f; best = 0.05 * i; }
+    }
+    return best;
+  }
+};
+
+TEST(Gdpp, LossGradientMatchesCentralDifferences) {
+  const Vo23 s;
+  const std::vector<double> eta = {0.7, 1.1, 0.9}, gamma = {0.2, -0.1, 0.3};
+  std::vector<double> g;
+  gdpp_loss(s.tune, eta, gamma, &g);
+  ASSERT_EQ(g.size(), 6u);
+  const double h = 1e-6;
+  for (int l = 0; l < 3; ++l)
+    for (int which = 0; which < 2; ++which) {
+      std::vector<double> ep = eta, em = eta, gp = gamma, gm = gamma;
+      (which == 0 ? ep : gp)[l] += h;
+      (which == 0 ? em : gm)[l] -= h;
+      const double fd = (gdpp_loss(s.tune, ep, gp) - gdpp_loss(s.tune, em, gm)) / (2 * h);
+      EXPECT_NEAR(g[2 * l + which], fd, 1e-6 * std::max(1.0, std::fabs(fd))) << "step " << l << (which ? " gamma" : " eta");
+    }
+  EXPECT_EQ(g[5], 0.0);   // the last step's gamma never reaches the readout
+}
+
+TEST(Gdpp, TiedTuningIsStationaryAndBeatsADenseGrid) {
+  const Vo23 s;
+  for (int K : {2, 3}) {
+    const double unit = s.eta_gd(K);
+    const GdppTuned t = tune_gdpp_tied(s.tune, K, unit);
+    EXPECT_TRUE(t.converged) << "K = " << K << ": |grad| / loss = " << t.grad_norm;
+    // 2-D grid: eta in (0, 5] x unit (step 0.05), gamma in [-1, 2] x unit (step 0.05).
+    double grid = 1e300, ge = 0, gg = 0;
+    for (int i = 1; i <= 100; ++i)
+      for (int j = 0; j <= 60; ++j) {
+        const double e = 0.05 * i * unit, g = (-1.0 + 0.05 * j) * unit;
+        const double f = gdpp_loss(s.tune, std::vector<double>(K, e), std::vector<double>(K, g));
+        if (f < grid) { grid = f; ge = e; gg = g; }
+      }
+    std::printf("  K = %d tied: tuned %.6f (eta %.4f, gamma %.4f, %d iterations, |g|/f %.1e); grid %.6f (eta %.4f, gamma %.4f)\n",
+                K, t.loss, t.eta[0], t.gamma[0], t.iterations, t.grad_norm, grid, ge, gg);
+    EXPECT_LE(t.loss, grid * (1 + 1e-12)) << "K = " << K;
+    EXPECT_LT(t.loss, gdpp_loss(s.tune, std::vector<double>(K, unit), std::vector<double>(K, 0.0)));   // beats GD
+  }
+}
+
+TEST(Gdpp, PerStepTuningIsStationaryAndNoCoordinateImprovesIt) {
+  const Vo23 s;
+  GdppTuned shorter;
+  for (int K : {2, 3}) {
+    const double unit = s.eta_gd(K);
+    const GdppTuned tied = tune_gdpp_tied(s.tune, K, unit);
+    const GdppTuned t = tune_gdpp_per_step(s.tune, tied, K > 2 ? &shorter : nullptr, unit, 1);
+    shorter = t;
+    EXPECT_TRUE(t.converged) << "K = " << K << ": |grad| / loss = " << t.grad_norm;
+    EXPECT_LE(t.loss, tied.loss);
+    EXPECT_NEAR(gdpp_loss(s.tune, t.eta, t.gamma), t.loss, 1e-14);
+    EXPECT_EQ(t.gamma[K - 1], 0.0);
+    // Every active coordinate on a 1-D grid of +-50% (around the value, or +-0.5 unit near 0).
+    double best_line = 1e300;
+    for (int c = 0; c < 2 * K - 1; ++c)
+      for (int i = -40; i <= 40; ++i) {
+        std::vector<double> eta = t.eta, gamma = t.gamma;
+        double& v = c % 2 == 0 ? eta[c / 2] : gamma[c / 2];
+        v += i / 80.0 * std::max(std::fabs(v), 0.5 * unit);
+        best_line = std::min(best_line, gdpp_loss(s.tune, eta, gamma));
+      }
+    // K = 2: a grid over (eta_1, gamma_1, eta_2), the per-step parameters that act.
+    double grid = 1e300;
+    if (K == 2)
+      for (int a = 1; a <= 24; ++a)
+        for (int b = 0; b <= 24; ++b)
+          for (int c = 1; c <= 24; ++c)
+            grid = std::min(grid, gdpp_loss(s.tune, {0.25 * a * unit, 0.25 * c * unit}, {(-1.0 + 0.125 * b) * unit, 0.0}));
+    std::printf("  K = %d per step: tuned %.6f (%d iterations, |g|/f %.1e), tied %.6f, best on coordinate lines %.6f",
+                K, t.loss, t.iterations, t.grad_norm, tied.loss, best_line);
+    if (K == 2) std::printf(", 3-D grid %.6f", grid);
+    std::printf("\n");
+    EXPECT_LE(t.loss, best_line * (1 + 1e-12));
+    EXPECT_LE(t.loss, grid * (1 + 1e-12));
+  }
+}
+
+}  // namespace
+}  // namespace icl
