@@ -194,6 +194,54 @@ TEST(Analysis, DistAndScalarOnPlantedPreconditioners) {
   }
 }
 
+// act_clip's effect, measured on the same weights: one planted GD step (gdpp, theta = (p_x, p_y, q_x) =
+// (0, -eta, 1), readout eta <sum y_i x_i, x_q>, about 0.7 <w, x_q>, often beyond 1).  A clip far outside every
+// token leaves the evaluation unchanged (to rounding); a clip of 1 cuts tokens and readouts and changes it.
+// The losses and standard errors agree with the closed-form GD step and oracle ridge, task by task.
+TEST(Analysis, ClippedAndUnclippedEvaluationOfTheSameWeights) {
+  const double eta = 0.07;
+  const std::vector<double> theta = {0.0, -eta, 1.0};
+  auto analysed = [&](const char* clip) {
+    const Point p = make_point({{"d", "3"}, {"n", "10"}, {"layers", "1"}, {"param", "gdpp"}, {"norm", "1"},
+                                {"noise", "uniform:1"}, {"act_clip", clip}, {"precision", "float64"}});
+    const ParamLayout layout(p);
+    Result r;
+    r.P.resize(layout.PQ_size());
+    r.Q.resize(layout.PQ_size());
+    layout.expand(theta.data(), r.P.data(), r.Q.data());
+    analyse_point(p, make_task_law(p), theta, test::make_batch<double>(p, 512), r);
+    return r.metrics;
+  };
+  const auto off = analysed("0"), wide = analysed("1e6"), tight = analysed("1");
+  EXPECT_EQ(off.count("loss_tf_unclipped"), 0u);
+  EXPECT_NEAR(wide.at("loss_tf_unclipped"), wide.at("loss_tf"), 1e-12);
+  EXPECT_LT(wide.at("se_clip_effect"), 1e-12);
+  EXPECT_NEAR(wide.at("loss_tf"), off.at("loss_tf"), 1e-12);
+  EXPECT_NEAR(tight.at("loss_tf_unclipped"), off.at("loss_tf"), 1e-12);
+  EXPECT_GT(std::fabs(tight.at("loss_tf") - tight.at("loss_tf_unclipped")), 3 * tight.at("se_clip_effect"));
+  EXPECT_NEAR(tight.at("adjusted_tf_unclipped"), tight.at("loss_tf_unclipped") - tight.at("loss_oracle_ridge"), 1e-12);
+
+  // The same numbers from the closed forms on the same tasks.
+  const Point p = make_point({{"d", "3"}, {"n", "10"}, {"noise", "uniform:1"}, {"precision", "float64"}});
+  const auto b = test::make_batch<double>(p, 512);
+  Sample s;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  for (int t = 0; t < b.B; ++t) {
+    batch_task(b, t, &X, &y);
+    s.sp.push_back(task_spectrum(X.leftCols(p.n), y.head(p.n), X.col(p.n)));
+    s.y.push_back(y(p.n));
+    s.sigma.push_back(b.sigma[t]);
+  }
+  const auto gd = sq_errors(s, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, 1); });
+  const auto oracle = sq_errors(s, [&](const TaskSpectrum& t, size_t i) { return predict_ridge(t, s.sigma[i] * s.sigma[i]); });
+  const auto [adj, adj_se] = paired(gd, oracle);
+  EXPECT_NEAR(off.at("loss_tf"), mean(gd), 1e-9);
+  EXPECT_NEAR(off.at("adjusted_tf"), adj, 1e-9);
+  EXPECT_NEAR(off.at("se_adjusted_tf"), adj_se * std::sqrt(512.0 / 511.0), 1e-9);
+  EXPECT_NEAR(off.at("se_loss_tf"), std_err(gd) * std::sqrt(512.0 / 511.0), 1e-9);
+}
+
 TEST(Analysis, GdppBeatsGdAtEqualStepsOnAnisotropicInputs) {
   const Point p = make_point({{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"cov", "rotated:1,0.25,4,1,0.5"},
                               {"steps", "1"}, {"batch", "16"}, {"eval_tasks", "4000"}});

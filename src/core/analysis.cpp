@@ -30,6 +30,21 @@ double mse(const std::vector<double>& yhat, const std::vector<double>& y) {
   return std::isfinite(s) ? s : kInf;
 }
 
+// Standard error of the mean over tasks of (a_t - y_t)^2 - (b_t - y_t)^2: the error of a difference of two
+// losses on the same tasks (b empty: of the loss of a alone).
+double paired_se(const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& y) {
+  const size_t N = y.size();
+  if (N < 2) return kNaN;
+  double m = 0, m2 = 0;
+  for (size_t t = 0; t < N; ++t) {
+    const double e = (a[t] - y[t]) * (a[t] - y[t]) - (b.empty() ? 0.0 : (b[t] - y[t]) * (b[t] - y[t]));
+    m += e / N;
+    m2 += e * e / N;
+  }
+  const double se = std::sqrt(std::max(m2 - m * m, 0.0) / (N - 1));
+  return std::isfinite(se) ? se : kInf;
+}
+
 // One set of tasks in double: labels, noise levels, and each task's spectrum in three bases.
 struct TaskSet {
   std::vector<double> y, sigma;
@@ -95,12 +110,17 @@ struct Tuned {
 
 struct Losses {   // on one TaskSet
   std::map<std::string, double> loss;
+  std::map<std::string, std::vector<double>> yhat;   // per task, for the standard errors
 };
 
 Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tu, bool all) {
   Losses L;
   const int K = p.layers;
-  auto put = [&](const char* name, auto f) { L.loss[name] = mse(predict_all(s.prior, f), s.y); };
+  auto keep = [&](const char* name, std::vector<double> yhat) {
+    L.loss[name] = mse(yhat, s.y);
+    L.yhat[name] = std::move(yhat);
+  };
+  auto put = [&](const char* name, auto f) { keep(name, predict_all(s.prior, f)); };
   put("oracle_ridge", [&](const TaskSpectrum& t, size_t i) {
     return s.sigma[i] > 0 ? predict_ridge(t, s.sigma[i] * s.sigma[i]) : predict_ols(t);
   });
@@ -114,12 +134,12 @@ Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tu, bool a
   put("bayes", [&](const TaskSpectrum& t, size_t) {
     return tu.noiseless ? predict_ols(t) : predict_bayes(t, tu.bayes_sigma, tu.bayes_weight);
   });
-  L.loss["gd"] = mse(predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.gd_eta[K - 1], K); }), s.y);
+  keep("gd", predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.gd_eta[K - 1], K); }));
   if (all) {
     put("zero", [](const TaskSpectrum&, size_t) { return 0.0; });
     put("ols", [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
     put("ridge", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
-    L.loss["pgd"] = mse(predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.pgd_eta[K - 1], K); }), s.y);
+    keep("pgd", predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.pgd_eta[K - 1], K); }));
   }
   return L;
 }
@@ -367,12 +387,25 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
 
   const TaskSet es = task_set(eval_set, bases);
   const Losses base = baseline_losses(p, es, tu, true);
-  M["loss_tf"] = mse(run_tf.final(), y);
+  std::map<std::string, std::vector<double>> yhat = base.yhat;
+  yhat["tf"] = run_tf.final();
+  yhat["gdpp"] = run_gdpp.final();
+  if (p.act_clip > 0) {   // the same weights without the clip: what act_clip does to the numbers
+    Weights<T> off = tf;
+    off.shape.act_clip = 0.0;
+    yhat["tf_unclipped"] = run_model(off, eval_set, false).final();
+    M["se_clip_effect"] = paired_se(yhat["tf_unclipped"], yhat["tf"], y);
+  }
   for (const auto& [name, v] : base.loss) M["loss_" + name] = v;
-  M["loss_gdpp"] = mse(run_gdpp.final(), y);
-  M["loss_gdpp_tied"] = mse(run_model(gdpp_weights<T>(d, p.n, tied_K[L - 1].eta, tied_K[L - 1].gamma), eval_set, false).final(), y);
-  for (const char* name : {"tf", "const_rr", "ada_rr", "tuned_rr", "bayes", "gd", "gdpp", "gdpp_tied", "zero", "ols"})
-    if (M.count(std::string("loss_") + name)) M[std::string("adjusted_") + name] = M["loss_" + std::string(name)] - M["loss_oracle_ridge"];
+  yhat["gdpp_tied"] = run_model(gdpp_weights<T>(d, p.n, tied_K[L - 1].eta, tied_K[L - 1].gamma), eval_set, false).final();
+  for (const char* name : {"tf", "tf_unclipped", "gdpp", "gdpp_tied"})
+    if (yhat.count(name)) M[std::string("loss_") + name] = mse(yhat[name], y);
+  for (const char* name : {"tf", "tf_unclipped", "const_rr", "ada_rr", "tuned_rr", "bayes", "gd", "gdpp", "gdpp_tied", "zero", "ols"})
+    if (M.count(std::string("loss_") + name)) {
+      M[std::string("adjusted_") + name] = M["loss_" + std::string(name)] - M["loss_oracle_ridge"];
+      M[std::string("se_adjusted_") + name] = paired_se(yhat[name], yhat["oracle_ridge"], y);
+    }
+  M["se_loss_tf"] = paired_se(yhat["tf"], {}, y);
 
   std::vector<double> layer_gd, layer_pgd, layer_gdpp, layer_gdpp_tied;
   for (int K = 1; K <= L; ++K) {

@@ -48,7 +48,12 @@ std::string analysis_doc(const std::string& name) {
       {"loss_pgd", "MSE of L steps of GD preconditioned by Sigma^-1, one tuned rate ([A23])"},
       {"loss_gdpp_tied", "MSE of L steps of GD++ with one tuned (eta, gamma) for every step (recurrent; [VO23] Fig. 3)"},
       {"loss_gdpp", "MSE of L steps of GD++ with tuned (eta, gamma) per step ([VO23] App. A.10)"},
+      {"loss_tf_unclipped", "MSE of the trained weights evaluated with act_clip off (only when act_clip > 0): "
+                            "loss_tf_unclipped - loss_tf is what the clip does to the same weights"},
       {"adjusted_", "loss minus loss_oracle_ridge ([V24] adjusted loss; halve for its tables)"},
+      {"se_adjusted_", "standard error of adjusted_* over the evaluation tasks (paired with oracle ridge, task by task)"},
+      {"se_loss_tf", "standard error of loss_tf over the evaluation tasks"},
+      {"se_clip_effect", "standard error of loss_tf_unclipped - loss_tf (paired, task by task)"},
       {"align_gd_abs", "mean |yhat_TF - yhat_GD| (L-step GD, [VO23])"},
       {"align_gd_cos", "mean cosine of the sensitivities d yhat / d x_query, TF vs L-step GD"},
       {"align_gd_l2", "mean L2 distance of the sensitivities, TF vs L-step GD"},

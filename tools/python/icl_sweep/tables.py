@@ -8,7 +8,7 @@ from .groups import label, sort_key, stats
 
 # Columns of the terminal summary beside the trained model's test loss, when the file has them.
 SUMMARY_METRICS = ("loss_gd", "loss_gdpp", "loss_gdpp_tied", "loss_bayes")
-LOSS_PREFIXES = ("loss_", "adjusted_", "test_loss", "train_loss")
+LOSS_PREFIXES = ("loss_", "adjusted_", "se_", "test_loss", "train_loss")   # se_*: standard errors of losses
 
 
 def is_loss(name):
