@@ -63,13 +63,14 @@ TEST(Gdpp, TiedTuningIsStationaryAndBeatsADenseGrid) {
   }
 }
 
+// Per step is a local refinement (gdpp.hpp): stationary, never above tied, and no coordinate move helps.
 TEST(Gdpp, PerStepTuningIsStationaryAndNoCoordinateImprovesIt) {
   const Vo23 s;
   GdppTuned shorter;
   for (int K : {2, 3}) {
     const double unit = s.eta_gd(K);
     const GdppTuned tied = tune_gdpp_tied(s.tune, K, unit);
-    const GdppTuned t = tune_gdpp_per_step(s.tune, tied, K > 2 ? &shorter : nullptr, unit, 1);
+    const GdppTuned t = tune_gdpp_per_step(s.tune, tied, K > 2 ? &shorter : nullptr, unit);
     shorter = t;
     EXPECT_TRUE(t.converged) << "K = " << K << ": |grad| / loss = " << t.grad_norm;
     EXPECT_LE(t.loss, tied.loss);
@@ -84,19 +85,9 @@ TEST(Gdpp, PerStepTuningIsStationaryAndNoCoordinateImprovesIt) {
         v += i / 80.0 * std::max(std::fabs(v), 0.5 * unit);
         best_line = std::min(best_line, gdpp_loss(s.tune, eta, gamma));
       }
-    // K = 2: a grid over (eta_1, gamma_1, eta_2), the per-step parameters that act.
-    double grid = 1e300;
-    if (K == 2)
-      for (int a = 1; a <= 24; ++a)
-        for (int b = 0; b <= 24; ++b)
-          for (int c = 1; c <= 24; ++c)
-            grid = std::min(grid, gdpp_loss(s.tune, {0.25 * a * unit, 0.25 * c * unit}, {(-1.0 + 0.125 * b) * unit, 0.0}));
-    std::printf("  K = %d per step: tuned %.6f (%d iterations, |g|/f %.1e), tied %.6f, best on coordinate lines %.6f",
+    std::printf("  K = %d per step: tuned %.6f (%d iterations, |g|/f %.1e), tied %.6f, best on coordinate lines %.6f\n",
                 K, t.loss, t.iterations, t.grad_norm, tied.loss, best_line);
-    if (K == 2) std::printf(", 3-D grid %.6f", grid);
-    std::printf("\n");
     EXPECT_LE(t.loss, best_line * (1 + 1e-12));
-    EXPECT_LE(t.loss, grid * (1 + 1e-12));
   }
 }
 

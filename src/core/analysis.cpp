@@ -359,7 +359,7 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
   std::vector<GdppTuned> gdpp_K, tied_K;
   for (int K = 1; K <= L; ++K) {
     tied_K.push_back(tune_gdpp_tied(tune_model, K, tu.gd_eta[K - 1]));
-    gdpp_K.push_back(tune_gdpp_per_step(tune_model, tied_K.back(), K > 1 ? &gdpp_K.back() : nullptr, tu.gd_eta[K - 1], p.seed, &validation));
+    gdpp_K.push_back(tune_gdpp_per_step(tune_model, tied_K.back(), K > 1 ? &gdpp_K.back() : nullptr, tu.gd_eta[K - 1], &validation));
     S["gdpp_tied_eta"].push_back(tied_K.back().eta[0]);
     S["gdpp_tied_gamma"].push_back(tied_K.back().gamma[0]);
     S["gdpp_tune_grad"].push_back(gdpp_K.back().grad_norm);

@@ -13,7 +13,6 @@
 #include <limits>
 
 #include "icl/core/objective.hpp"
-#include "icl/core/rng.hpp"
 
 namespace icl {
 namespace {
@@ -184,7 +183,7 @@ GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd) {
 }
 
 GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tied, const GdppTuned* shorter,
-                             double eta_gd, uint64_t seed, const TaskBatch<double>* validation) {
+                             double eta_gd, const TaskBatch<double>* validation) {
   const int K = static_cast<int>(tied.eta.size());
   const double unit = std::max(eta_gd, 1e-12);
   GdppLoss loss(tune, K, false);
@@ -206,22 +205,6 @@ GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tie
     x[2 * K - 1] = 0.0;
     starts.push_back(x);
   }
-  if (K > 1) {   // geometric: eta_l = gamma_l = unit / 2 x 9^(l-1), the shape of the deep basins in [VO23]'s setting
-    for (int l = 0; l < K; ++l) {
-      x[2 * l] = 0.5 * unit * std::pow(9.0, l);
-      x[2 * l + 1] = l + 1 < K ? x[2 * l] : 0.0;
-    }
-    starts.push_back(x);
-  }
-  if (K > 1)
-    for (int r = 0; r < kGdppRandomStarts; ++r) {   // eta in [0.2, 6.2] unit, gamma in [-0.5, 1.5] unit
-      const uint64_t key = rng_key(seed, Stream::tune, 100 + static_cast<uint64_t>(K), static_cast<uint64_t>(r));
-      for (int l = 0; l < K; ++l) {
-        x[2 * l] = unit * (0.2 + 6.0 * rng_uniform(key, 2 * l));
-        x[2 * l + 1] = l + 1 < K ? unit * (-0.5 + 2.0 * rng_uniform(key, 2 * l + 1)) : 0.0;
-      }
-      starts.push_back(x);
-    }
   GdppTuned best;
   double best_score = std::numeric_limits<double>::infinity();
   for (const auto& x0 : starts) {

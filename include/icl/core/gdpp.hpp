@@ -7,7 +7,6 @@
 //   tied:      one (eta, gamma) for every step, the recurrent GD++ that [VO23] Fig. 3 plots beside its
 //              tied models (official code: gd_deq = True)
 // The last step's gamma never reaches the readout (it only moves x after y has read it): it is fixed at 0.
-#include <cstdint>
 #include <vector>
 
 #include "icl/core/data.hpp"
@@ -33,17 +32,14 @@ double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, c
 // GD++ for K steps minimised on `tune` by BFGS with an Armijo line search, in units of eta_gd (the tuned
 // K-step GD rate), until grad_norm <= kGdppTolerance or no descent step is left (double precision).
 // Tied (2 numbers): from the better of plain GD (eta_gd, 0) and the best point of a 9 x 9 grid around
-// it; tested against a dense grid.  Per step (2K - 1 numbers): the loss has several basins, and the
-// deeper ones use geometrically growing (eta_l, gamma_l) (a polynomial approximation of S^-1 tuned to
-// the spectra of the tuning set, which can explode on a task outside them), so BFGS runs from the tied
-// optimum, from the (K-1)-step optimum `shorter` plus one step, from a geometric start (eta_l = gamma_l
-// = eta_gd / 2 x 9^(l-1), the shape of the deep basins found in [VO23]'s setting) and from
-// kGdppRandomStarts starts drawn from (seed, Stream::tune).  Without `validation` the lowest tuning loss wins (the per-step loss is then
-// never above the tied one); with it, the lowest validation loss among those stationary points and the
-// tied optimum.  A best-of-starts optimum, not a proven global one.
-constexpr int kGdppRandomStarts = 3;
+// it; tested against a dense grid.  Per step (2K - 1 numbers): a LOCAL refinement, BFGS from the tied
+// optimum and from the (K-1)-step optimum `shorter` plus one step.  The per-step loss has other,
+// deeper basins (rates growing about ninefold per step: a polynomial approximation of S^-1 fitted to the
+// tuning tasks' spectra) that random starts find and that explode on rarer tasks, so they are not
+// searched.  Without `validation` the lower tuning loss wins (never above the tied one); with it, the
+// lowest validation loss among the refined points and the tied optimum.
 GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd);
 GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tied, const GdppTuned* shorter,
-                             double eta_gd, uint64_t seed, const TaskBatch<double>* validation = nullptr);
+                             double eta_gd, const TaskBatch<double>* validation = nullptr);
 
 }  // namespace icl
