@@ -16,7 +16,7 @@ namespace {
 // HDF5 otherwise prints its error stack to stderr on every failure, including the
 // expected ones (probing, open of a missing file); we report through H5Error instead.
 void silence_hdf5() {
-  static const bool done = [] {
+  static thread_local const bool done = [] {   // per thread: thread-safe HDF5 keeps an error stack per thread
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
     return true;
   }();
