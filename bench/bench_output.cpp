@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "icl/core/options.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/run_point.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/io/results.hpp"
 
@@ -20,7 +20,7 @@ int main() {
         config == 1 ? std::vector<std::pair<std::string, std::string>>{{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"batch", "1000"}, {"steps", "2000"}, {"clip", "1"}}
                     : std::vector<std::pair<std::string, std::string>>{{"d", "10"}, {"n", "20"}, {"layers", "7"}, {"batch", "2048"}, {"steps", "200"}, {"lr", "1e-4"}, {"init_scale", "0.02"}, {"clip", "1"}};
     for (const auto& [k, v] : s) point_set(p, k, v);
-    const Result r = train_point(p);
+    const Result r = run_point(p);
     const std::string dir = "/tmp/icl_bench_output_" + std::to_string(::getpid());
     const int reps = 20;
     auto t0 = Clock::now();

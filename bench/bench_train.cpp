@@ -13,7 +13,7 @@
 
 #include "icl/core/data.hpp"
 #include "icl/core/options.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/run_point.hpp"
 
 using namespace icl;
 
@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < draws; ++i) sample_tasks(law, p.seed, Stream::train, i, batch);
   const double draw_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / draws;
 
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   const double sps = r.steps_done / r.seconds_train;
   rusage ru;
   getrusage(RUSAGE_SELF, &ru);

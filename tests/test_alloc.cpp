@@ -7,7 +7,7 @@
 #include <new>
 
 #include "icl/core/options.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/run_point.hpp"
 
 static std::atomic<long> g_allocations{0};
 
@@ -32,7 +32,7 @@ namespace {
 
 long allocations_of(const Point& p) {
   const long before = g_allocations;
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   EXPECT_EQ(r.status, Status::ok) << r.message;
   return g_allocations - before;
 }

@@ -7,7 +7,9 @@
 #include "icl/core/analysis.hpp"
 #include "icl/core/baselines.hpp"
 #include "icl/core/landscape.hpp"
+#include "icl/core/metrics.hpp"
 #include "icl/core/params.hpp"
+#include "icl/core/run_point.hpp"
 #include "test_util.hpp"
 
 namespace icl {
@@ -181,12 +183,12 @@ TEST(Analysis, DistAndScalarOnPlantedPreconditioners) {
   for (int l = 0; l < 2; ++l)
     for (int i = 0; i < 3; ++i)
       for (int k = 0; k < 3; ++k) theta[l * 9 + i * 3 + k] = -a[l] * Sinv(i, k);
-  Result r;
-  r.P.resize(layout.PQ_size());
-  r.Q.resize(layout.PQ_size());
-  layout.expand(theta.data(), r.P.data(), r.Q.data());
-  const auto eval = test::make_batch<float>(p, 64);
-  analyse_point(p, law, theta, eval, r);
+  Trained trained;
+  trained.theta = theta;
+  trained.P.resize(layout.PQ_size());
+  trained.Q.resize(layout.PQ_size());
+  layout.expand(theta.data(), trained.P.data(), trained.Q.data());
+  Analysis r = analyse(p, trained);
   for (int l = 0; l < 2; ++l) {
     EXPECT_NEAR(r.series["precond_a"][l], a[l], 1e-12);
     EXPECT_NEAR(r.series["precond_dist_whitened"][l], 0.0, 1e-12);
@@ -203,14 +205,14 @@ TEST(Analysis, ClippedAndUnclippedEvaluationOfTheSameWeights) {
   const std::vector<double> theta = {0.0, -eta, 1.0};
   auto analysed = [&](const char* clip) {
     const Point p = make_point({{"d", "3"}, {"n", "10"}, {"layers", "1"}, {"param", "gdpp"}, {"norm", "1"},
-                                {"noise", "uniform:1"}, {"act_clip", clip}, {"precision", "float64"}});
+                                {"noise", "uniform:1"}, {"act_clip", clip}, {"precision", "float64"}, {"eval_tasks", "512"}});
     const ParamLayout layout(p);
-    Result r;
-    r.P.resize(layout.PQ_size());
-    r.Q.resize(layout.PQ_size());
-    layout.expand(theta.data(), r.P.data(), r.Q.data());
-    analyse_point(p, make_task_law(p), theta, test::make_batch<double>(p, 512), r);
-    return r.metrics;
+    Trained trained;
+    trained.theta = theta;
+    trained.P.resize(layout.PQ_size());
+    trained.Q.resize(layout.PQ_size());
+    layout.expand(theta.data(), trained.P.data(), trained.Q.data());
+    return analyse(p, trained).metrics;
   };
   const auto off = analysed("0"), wide = analysed("1e6"), tight = analysed("1");
   EXPECT_EQ(off.count("loss_tf_unclipped"), 0u);
@@ -221,9 +223,11 @@ TEST(Analysis, ClippedAndUnclippedEvaluationOfTheSameWeights) {
   EXPECT_GT(std::fabs(tight.at("loss_tf") - tight.at("loss_tf_unclipped")), 3 * tight.at("se_clip_effect"));
   EXPECT_NEAR(tight.at("adjusted_tf_unclipped"), tight.at("loss_tf_unclipped") - tight.at("loss_oracle_ridge"), 1e-12);
 
-  // The same numbers from the closed forms on the same tasks.
+  // The same numbers from the closed forms on the same tasks (the point's evaluation set).
   const Point p = make_point({{"d", "3"}, {"n", "10"}, {"noise", "uniform:1"}, {"precision", "float64"}});
-  const auto b = test::make_batch<double>(p, 512);
+  TaskBatch<double> b;
+  b.resize(512, p.d, p.n);
+  sample_tasks(make_task_law(p), p.seed, Stream::eval, 0, b);
   Sample s;
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
@@ -245,7 +249,7 @@ TEST(Analysis, ClippedAndUnclippedEvaluationOfTheSameWeights) {
 TEST(Analysis, GdppBeatsGdAtEqualStepsOnAnisotropicInputs) {
   const Point p = make_point({{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"cov", "rotated:1,0.25,4,1,0.5"},
                               {"steps", "1"}, {"batch", "16"}, {"eval_tasks", "4000"}});
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   const auto& gd = r.series.at("layer_loss_gd");
   const auto& gdpp = r.series.at("layer_loss_gdpp");
   for (int k = 0; k < 3; ++k) std::printf("  step %d: GD %.4f  GD++ %.4f\n", k + 1, gd[k], gdpp[k]);
@@ -299,7 +303,7 @@ TEST(Landscape, HessianDiagonalAndSmoothnessMatchSecondDifferencesOfTheLoss) {
 TEST(Landscape, RecordedAtTheRequestedStepsAndExcludedFromTrainingTime) {
   const Point p = test::make_point({{"d", "3"}, {"n", "8"}, {"layers", "2"}, {"batch", "64"}, {"steps", "20"},
                                     {"eval_tasks", "256"}, {"landscape", "0,10,20"}, {"analysis", "false"}});
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   EXPECT_EQ(r.series.at("landscape_step"), (std::vector<double>{0, 10, 20}));
   EXPECT_EQ(r.series.at("landscape_grad_noise").size(), 3u * 32u);
@@ -311,7 +315,7 @@ TEST(Landscape, RecordedAtTheRequestedStepsAndExcludedFromTrainingTime) {
   Point q = p;   // every:k measures at 0, k, 2k, ... below steps, as [A24]'s range(0, max_iters, 250)
   ASSERT_EQ(point_set(q, "landscape", "every:5"), "");
   EXPECT_EQ(find_option("landscape")->get(q), "every:5");
-  EXPECT_EQ(train_point(q).series.at("landscape_step"), (std::vector<double>{0, 5, 10, 15}));
+  EXPECT_EQ(run_point(q).series.at("landscape_step"), (std::vector<double>{0, 5, 10, 15}));
   EXPECT_NE(point_set(q, "landscape", "every:0"), "");
   ASSERT_EQ(point_set(q, "landscape", "every:20"), "");
   EXPECT_FALSE(point_validate(q).empty());   // k must be below steps
@@ -362,7 +366,7 @@ TEST(Landscape, FixedSetIsSharedByPointsOfDifferentSeeds) {
   Point p2 = p1;
   ASSERT_EQ(point_set(p2, "seed", "2"), "");
   ASSERT_EQ(point_set(p2, "optimizer", "adamw"), "");
-  const Landscape l1(p1, make_task_law(p1)), l2(p2, make_task_law(p2));
+  const Landscape l1(p1), l2(p2);
   const TaskBatch<double>&s1 = l1.fixed_set(), &s2 = l2.fixed_set();
   ASSERT_EQ(s1.B, 300);
   ASSERT_EQ(s2.B, 300);
@@ -372,6 +376,35 @@ TEST(Landscape, FixedSetIsSharedByPointsOfDifferentSeeds) {
     for (int v = 0; v < kLanes<double>; ++v) ASSERT_EQ(s1.y[c][v], s2.y[c][v]);
   const auto own = test::make_batch<double>(p1, 300);   // a seeded set of point 1 differs
   EXPECT_NE(own.Z[0][0], s1.Z[0][0]);
+}
+
+// The registry (metrics.hpp) is the one description of every analysis name: each name a point's analyses
+// write is in it, with a doc and a convention, and each method-family name carries its method's label.
+TEST(MetricRegistry, DocumentsEveryNameTheAnalysesWrite) {
+  const std::vector<Point> points = {
+      test::make_point({{"d", "3"}, {"n", "8"}, {"layers", "2"}, {"param", "sparse_ab"}, {"cov", "rotated:1,0.5,2"},
+                        {"batch", "32"}, {"steps", "4"}, {"eval_tasks", "64"}, {"landscape", "0,4"}}),
+      test::make_point({{"d", "3"}, {"n", "8"}, {"layers", "1"}, {"noise", "uniform:1"}, {"act_clip", "100"},
+                        {"batch", "32"}, {"steps", "4"}, {"eval_tasks", "64"}, {"norm", "1"}})};
+  for (const Point& p : points) {
+    const Result r = run_point(p);
+    ASSERT_EQ(r.analysis_status, AnalysisStatus::ok) << r.analysis_message;
+    std::vector<std::string> names;
+    for (const auto& kv : r.metrics) names.push_back(kv.first);
+    for (const auto& kv : r.series) names.push_back(kv.first);
+    for (const std::string& name : names) {
+      MetricInfo info;
+      ASSERT_TRUE(metric_info(name, &info)) << name << " is not in the registry (metrics.cpp)";
+      EXPECT_FALSE(info.doc.empty() || info.convention.empty()) << name;
+    }
+  }
+  MetricInfo info;
+  ASSERT_TRUE(metric_info("se_adjusted_tuned_rr", &info));
+  EXPECT_EQ(info.label, "TunedRR");
+  ASSERT_TRUE(metric_info("layer_loss_gdpp_tied", &info));
+  EXPECT_EQ(info.label, find_method("gdpp_tied")->label);
+  EXPECT_FALSE(metric_info("loss_nonexistent", &info));
+  EXPECT_FALSE(metric_info("adjusted_", &info));
 }
 
 }  // namespace

@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "icl/core/train.hpp"
+#include "icl/core/run_point.hpp"
 #include "test_util.hpp"
 
 namespace icl {
@@ -31,12 +31,12 @@ TEST(Determinism, SamePointGivesIdenticalBitsAndOtherSeedsDiffer) {
     const Point p = make_point({{"d", "4"}, {"n", "10"}, {"layers", "2"}, {"heads", "2"}, {"batch", "100"},
                                 {"steps", "60"}, {"eval_every", "20"}, {"eval_tasks", "500"}, {"noise", "uniform:1"},
                                 {"cov", "rotated:1,2,0.5,1"}, {"refresh", "3"}, {"clip", "1"}, {"precision", precision}});
-    const Result a = train_point(p), b = train_point(p);
+    const Result a = run_point(p), b = run_point(p);
     ASSERT_EQ(a.status, Status::ok) << a.message;
     EXPECT_TRUE(same_result(a, b)) << precision;
     Point q = p;
     q.seed = p.seed + 1;
-    const Result c = train_point(q);
+    const Result c = run_point(q);
     EXPECT_FALSE(same_bits(a.theta, c.theta)) << precision;
     EXPECT_NE(a.test_loss, c.test_loss) << precision;
   }
@@ -60,7 +60,7 @@ TEST(Determinism, TaskDataIndependentOfBatchSizeAndChunking) {
 TEST(Determinism, DivergingPointIsReportedNotThrown) {
   const Point p = make_point({{"d", "10"}, {"n", "20"}, {"layers", "7"}, {"batch", "64"}, {"steps", "50"},
                               {"init_scale", "0.05"}, {"eval_tasks", "64"}});
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   EXPECT_EQ(r.status, Status::diverged);
   EXPECT_NE(r.message.find("step"), std::string::npos) << r.message;
   EXPECT_TRUE(std::isnan(r.test_loss));
@@ -74,7 +74,7 @@ TEST(Determinism, DivergeFactorGovernsTheEvaluationRule) {
   auto with = [&](const char* factor) {
     auto o = base;
     o.emplace_back("diverge_factor", factor);
-    return train_point(make_point(o));
+    return run_point(make_point(o));
   };
   const Result strict = with("1e-9");
   EXPECT_EQ(strict.status, Status::diverged);

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "icl/core/options.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/run_point.hpp"
 #include "icl/sweep/grid.hpp"
 #include "icl/sweep/memory.hpp"
 
@@ -240,7 +240,7 @@ double measured_peak_bytes(const Point& p) {
   auto child_peak = [](const Point* q) {
     const pid_t pid = ::fork();
     if (pid == 0) {
-      if (q) train_point(*q);
+      if (q) run_point(*q);
       ::_exit(0);
     }
     int status = 0;

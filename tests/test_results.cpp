@@ -10,7 +10,7 @@
 #include <stdexcept>
 
 #include "icl/core/options.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/run_point.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/results.hpp"
 
@@ -25,7 +25,7 @@ TEST(Results, TrainedPointRoundTripsThroughHdf5) {
   ASSERT_EQ(point_set(p, "batch", "64"), "");
   ASSERT_EQ(point_set(p, "eval_tasks", "100"), "");
   ASSERT_EQ(point_set(p, "noise", "set:1,3"), "");
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   ASSERT_EQ(r.status, Status::ok);
   const std::string path = ::testing::TempDir() + "/icl_results_" + std::to_string(::getpid()) + ".h5";
   std::remove(path.c_str());
@@ -66,7 +66,7 @@ TEST(Results, FinishedRowsReadBackBitwiseAndDamageIsNamed) {
   ASSERT_EQ(point_set(p, "eval_every", "10"), "");
   ASSERT_EQ(point_set(p, "batch", "32"), "");
   ASSERT_EQ(point_set(p, "eval_tasks", "50"), "");
-  Result ok = train_point(p);
+  Result ok = run_point(p);
   ASSERT_EQ(ok.status, Status::ok);
   ok.message = "row-zero-marker";
   const std::vector<Result> rs = {ok, failed_result("row-one-marker"), pending_result()};
@@ -142,9 +142,9 @@ TEST(Results, FailuresKeepWhatFinishedAndAreNeverZeros) {
   ASSERT_EQ(point_set(p, "steps", "20"), "");
   ASSERT_EQ(point_set(p, "batch", "32"), "");
   ASSERT_EQ(point_set(p, "eval_tasks", "50"), "");
-  const Result good = train_point(p);
+  const Result good = run_point(p);
   FailAt in_analysis("analysis"), in_train("train");
-  const Result a = train_point(p, nullptr, &in_analysis);
+  const Result a = run_point(p, nullptr, &in_analysis);
   EXPECT_EQ(a.status, Status::ok);
   EXPECT_EQ(a.analysis_status, AnalysisStatus::failed);
   EXPECT_EQ(a.analysis_message, "boom in analysis");
@@ -153,7 +153,7 @@ TEST(Results, FailuresKeepWhatFinishedAndAreNeverZeros) {
   EXPECT_EQ(a.curve_test_loss, good.curve_test_loss);
   EXPECT_TRUE(a.metrics.empty());
   EXPECT_EQ(good.analysis_status, AnalysisStatus::ok);
-  const Result t = train_point(p, nullptr, &in_train);
+  const Result t = run_point(p, nullptr, &in_train);
   EXPECT_EQ(t.status, Status::failed);
   EXPECT_EQ(t.message, "boom in train");
   EXPECT_TRUE(std::isnan(t.test_loss) && std::isnan(t.train_loss) && std::isnan(t.seconds_total));

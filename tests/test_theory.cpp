@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "icl/core/model.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/run_point.hpp"
 #include "test_util.hpp"
 
 namespace icl {
@@ -127,7 +127,7 @@ void expect_one_layer_optimum(const Point& p, double tol) {
     f_star = d * (d + 1) / (n + d + 1);
   }
 
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   const Eigen::MatrixXd M = corner_times_block(p, r);
   const double e_M = (M - target).norm() / target.norm();
@@ -192,7 +192,7 @@ TEST(TrainedOneLayer, VladymyrovOneLayerAdjustedLossAtSigmaMax0) {
   const Point p = make_point({{"d", "10"}, {"n", "20"}, {"layers", "1"}, {"param", "full"}, {"batch", "4000"},
                               {"steps", "2500"}, {"lr", "0.01"}, {"schedule", "cosine"}, {"init_scale", "0.1"},
                               {"eval_tasks", "100000"}, {"eval_every", "2500"}, {"seed", "5"}});
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   ASSERT_EQ(r.status, Status::ok) << r.message;
   const double adjusted_half = r.metrics.at("adjusted_tf") / 2;
   std::printf("  adjusted 1/2 MSE %.4f (paper 1.768, closed form 1.774); oracle MSE %.2e\n", adjusted_half,

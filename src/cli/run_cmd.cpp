@@ -30,6 +30,7 @@
 #include "icl/cli/spec_file.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/core/options.hpp"
+#include "icl/core/run_point.hpp"
 #include "icl/io/io_error.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/parallel/parallel.hpp"
@@ -310,7 +311,7 @@ int run_main(int argc, char** argv) {
         const int64_t i = grid.order[k];
         if (finished_before[i]) continue;
         faults.point = i;
-        const Result r = train_point(grid.points[i], &g_stop, faults.any() ? &faults : nullptr);
+        const Result r = run_point(grid.points[i], &g_stop, faults.any() ? &faults : nullptr);
         if (r.status == Status::cancelled) break;
         log.append(i, output.hash(), r);
         if (std::chrono::steady_clock::now() - last_sync > std::chrono::seconds(1)) {

@@ -11,7 +11,7 @@
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
 #include "icl/core/options.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/run_point.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/results.hpp"
 
@@ -99,7 +99,7 @@ int train_main(int argc, char** argv) {
     return kExitUsage;
   }
 
-  const Result r = train_point(p);
+  const Result r = run_point(p);
   print_summary(p, r);
   if (!out.empty()) {
     try {

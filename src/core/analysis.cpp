@@ -340,86 +340,103 @@ std::vector<double> v24_scalars(const Point& p, const std::vector<double>& P, co
   return w;
 }
 
-template <class T>
-void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>& theta, const TaskBatch<T>& eval_set,
-                   Result& r) {
-  const auto t0 = std::chrono::steady_clock::now();
-  const int L = p.layers, d = p.d;
-  auto& M = r.metrics;
-  auto& S = r.series;
-  const Bases bases = make_bases(law);
+namespace {
 
-  // Tuning.
-  const TaskBatch<T> tune = draw<T>(law, p.seed, Stream::tune, 0, kTuneTasks);
-  const Tuned tu = tune_baselines(p, law, task_set(tune, bases), bases.Wi.size() > 0);
-  // GD++ tuned for every K = 1..L (a K-step method is compared with the K-th readout), tied (one
-  // (eta, gamma) for all K steps) and per step, each to a stationary point (gdpp.hpp), in double.
+// What the tuning sets give: the closed-form baselines' parameters and GD++ for every K = 1..L, tied (one
+// (eta, gamma) for all K steps) and per step, each tuned to a stationary point (gdpp.hpp), in double.
+struct Tuning {
+  Tuned closed_form;
+  std::vector<GdppTuned> gdpp_K, tied_K;
+};
+
+template <class T>
+Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& out) {
+  Tuning t;
+  const TaskBatch<T> tune = draw<T>(law, p.seed, Stream::tune, 0, kTuneTasks);   // in the point's precision
+  t.closed_form = tune_baselines(p, law, task_set(tune, bases), bases.Wi.size() > 0);
+  const Tuned& cf = t.closed_form;
   const TaskBatch<double> tune_model = draw<double>(law, p.seed, Stream::tune, 1, kTuneModelTasks),
                           validation = draw<double>(law, p.seed, Stream::tune, 2, kGdppValidationTasks);
-  std::vector<GdppTuned> gdpp_K, tied_K;
-  for (int K = 1; K <= L; ++K) {
-    tied_K.push_back(tune_gdpp_tied(tune_model, K, tu.gd_eta[K - 1]));
-    gdpp_K.push_back(tune_gdpp_per_step(tune_model, tied_K.back(), K > 1 ? &gdpp_K.back() : nullptr, tu.gd_eta[K - 1], &validation));
-    S["gdpp_tied_eta"].push_back(tied_K.back().eta[0]);
-    S["gdpp_tied_gamma"].push_back(tied_K.back().gamma[0]);
-    S["gdpp_tune_grad"].push_back(gdpp_K.back().grad_norm);
-    S["gdpp_tied_tune_grad"].push_back(tied_K.back().grad_norm);
+  auto& S = out.series;
+  for (int K = 1; K <= p.layers; ++K) {   // a K-step method is compared with the K-th readout
+    t.tied_K.push_back(tune_gdpp_tied(tune_model, K, cf.gd_eta[K - 1]));
+    t.gdpp_K.push_back(tune_gdpp_per_step(tune_model, t.tied_K.back(), K > 1 ? &t.gdpp_K.back() : nullptr,
+                                          cf.gd_eta[K - 1], &validation));
+    S["gdpp_tied_eta"].push_back(t.tied_K.back().eta[0]);
+    S["gdpp_tied_gamma"].push_back(t.tied_K.back().gamma[0]);
+    S["gdpp_tune_grad"].push_back(t.gdpp_K.back().grad_norm);
+    S["gdpp_tied_tune_grad"].push_back(t.tied_K.back().grad_norm);
   }
-  const std::vector<double>& gdpp_eta = gdpp_K[L - 1].eta;
-  const std::vector<double>& gdpp_gamma = gdpp_K[L - 1].gamma;
-  M["const_rr_lambda"] = tu.const_rr_lambda;
-  M["tuned_rr_c"] = tu.tuned_rr_c;
-  M["tuned_rr_t"] = tu.tuned_rr_t;
-  S["gd_eta"] = tu.gd_eta;
-  S["pgd_eta"] = tu.pgd_eta;
-  S["gdpp_eta"] = gdpp_eta;
-  S["gdpp_gamma"] = gdpp_gamma;
+  out.metrics["const_rr_lambda"] = cf.const_rr_lambda;
+  out.metrics["tuned_rr_c"] = cf.tuned_rr_c;
+  out.metrics["tuned_rr_t"] = cf.tuned_rr_t;
+  S["gd_eta"] = cf.gd_eta;
+  S["pgd_eta"] = cf.pgd_eta;
+  S["gdpp_eta"] = t.gdpp_K.back().eta;
+  S["gdpp_gamma"] = t.gdpp_K.back().gamma;
+  return t;
+}
 
-  // The trained model and its references on the evaluation set.
+// The trained model and the L-step references run through the same lane model.
+template <class T>
+struct Models {
+  Weights<T> tf, gd, gdpp;
+};
+
+template <class T>
+Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning& t) {
   const ParamLayout layout(p);
-  Weights<T> tf{model_shape(p), std::vector<T>(layout.PQ_size()), std::vector<T>(layout.PQ_size())};
-  layout.expand(theta.data(), tf.P.data(), tf.Q.data());
-  const Weights<T> gd = gdpp_weights<T>(d, p.n, std::vector<double>(L, tu.gd_eta[L - 1]), std::vector<double>(L, 0.0));
-  const Weights<T> gdpp = gdpp_weights<T>(d, p.n, gdpp_eta, gdpp_gamma);
-  const Run<T> run_tf = run_model(tf, eval_set, true), run_gd = run_model(gd, eval_set, true),
-               run_gdpp = run_model(gdpp, eval_set, true);
-  const std::vector<double> y = labels(eval_set);
+  const int L = p.layers;
+  Models<T> m{{model_shape(p), std::vector<T>(layout.PQ_size()), std::vector<T>(layout.PQ_size())},
+              gdpp_weights<T>(p.d, p.n, std::vector<double>(L, t.closed_form.gd_eta[L - 1]), std::vector<double>(L, 0.0)),
+              gdpp_weights<T>(p.d, p.n, t.gdpp_K[L - 1].eta, t.gdpp_K[L - 1].gamma)};
+  layout.expand(theta.data(), m.tf.P.data(), m.tf.Q.data());
+  return m;
+}
 
+// The headline numbers on the point's evaluation set: every method's loss, [V24]'s adjusted losses with
+// their paired standard errors, the per-K losses of the references, and the alignment of TF with GD, GD++.
+template <class T>
+void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set,
+                    Analysis& out) {
+  const int L = p.layers, d = p.d;
+  const Tuned& cf = t.closed_form;
+  auto& M = out.metrics;
+  const Run<T> run_tf = run_model(m.tf, eval_set, true), run_gd = run_model(m.gd, eval_set, true),
+               run_gdpp = run_model(m.gdpp, eval_set, true);
+  const std::vector<double> y = labels(eval_set);
   const TaskSet es = task_set(eval_set, bases);
-  const Losses base = baseline_losses(p, es, tu, true);
+  const Losses base = baseline_losses(p, es, cf, true);
   std::map<std::string, std::vector<double>> yhat = base.yhat;
   yhat["tf"] = run_tf.final();
   yhat["gdpp"] = run_gdpp.final();
+  yhat["gdpp_tied"] = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, false).final();
   if (p.act_clip > 0) {   // the same weights without the clip: what act_clip does to the numbers
-    Weights<T> off = tf;
+    Weights<T> off = m.tf;
     off.shape.act_clip = 0.0;
     yhat["tf_unclipped"] = run_model(off, eval_set, false).final();
     M["se_clip_effect"] = paired_se(yhat["tf_unclipped"], yhat["tf"], y);
   }
-  for (const auto& [name, v] : base.loss) M["loss_" + name] = v;
-  yhat["gdpp_tied"] = run_model(gdpp_weights<T>(d, p.n, tied_K[L - 1].eta, tied_K[L - 1].gamma), eval_set, false).final();
-  for (const char* name : {"tf", "tf_unclipped", "gdpp", "gdpp_tied"})
-    if (yhat.count(name)) M[std::string("loss_") + name] = mse(yhat[name], y);
-  for (const char* name : {"tf", "tf_unclipped", "const_rr", "ada_rr", "tuned_rr", "bayes", "gd", "gdpp", "gdpp_tied", "zero", "ols"})
-    if (M.count(std::string("loss_") + name)) {
-      M[std::string("adjusted_") + name] = M["loss_" + std::string(name)] - M["loss_oracle_ridge"];
-      M[std::string("se_adjusted_") + name] = paired_se(yhat[name], yhat["oracle_ridge"], y);
+  for (const auto& [name, v] : yhat) M["loss_" + name] = base.loss.count(name) ? base.loss.at(name) : mse(v, y);
+  for (const auto& [name, v] : yhat)
+    if (name != "oracle_ridge") {
+      M["adjusted_" + name] = M["loss_" + name] - M["loss_oracle_ridge"];
+      M["se_adjusted_" + name] = paired_se(v, yhat["oracle_ridge"], y);
     }
   M["se_loss_tf"] = paired_se(yhat["tf"], {}, y);
 
-  std::vector<double> layer_gd, layer_pgd, layer_gdpp, layer_gdpp_tied;
+  auto& S = out.series;
   for (int K = 1; K <= L; ++K) {
-    layer_gd.push_back(mse(predict_all(es.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.gd_eta[K - 1], K); }), y));
-    layer_pgd.push_back(mse(predict_all(es.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.pgd_eta[K - 1], K); }), y));
-    layer_gdpp.push_back(K == L ? mse(run_gdpp.final(), y)
-                                : mse(run_model(gdpp_weights<T>(d, p.n, gdpp_K[K - 1].eta, gdpp_K[K - 1].gamma), eval_set, false).final(), y));
-    layer_gdpp_tied.push_back(K == L ? M["loss_gdpp_tied"]
-                                     : mse(run_model(gdpp_weights<T>(d, p.n, tied_K[K - 1].eta, tied_K[K - 1].gamma), eval_set, false).final(), y));
+    S["layer_loss_gd"].push_back(
+        mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y));
+    S["layer_loss_pgd"].push_back(
+        mse(predict_all(es.input, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.pgd_eta[K - 1], K); }), y));
+    auto gdpp_loss_K = [&](const GdppTuned& g) {
+      return mse(run_model(gdpp_weights<T>(d, p.n, g.eta, g.gamma), eval_set, false).final(), y);
+    };
+    S["layer_loss_gdpp"].push_back(K == L ? M["loss_gdpp"] : gdpp_loss_K(t.gdpp_K[K - 1]));
+    S["layer_loss_gdpp_tied"].push_back(K == L ? M["loss_gdpp_tied"] : gdpp_loss_K(t.tied_K[K - 1]));
   }
-  S["layer_loss_gd"] = layer_gd;
-  S["layer_loss_pgd"] = layer_pgd;
-  S["layer_loss_gdpp"] = layer_gdpp;
-  S["layer_loss_gdpp_tied"] = layer_gdpp_tied;
 
   const Alignment a_gd = align(run_tf, run_gd), a_gdpp = align(run_tf, run_gdpp);
   M["align_gd_abs"] = a_gd.abs;
@@ -428,11 +445,15 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
   M["align_gdpp_abs"] = a_gdpp.abs;
   M["align_gdpp_cos"] = a_gdpp.cos;
   M["align_gdpp_l2"] = a_gdpp.l2;
+}
 
-  // Losses per noise level, inside and outside the training range.
+// Losses per noise level, inside and outside the training range.
+template <class T>
+void noise_levels(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
+                  Analysis& out) {
+  auto& S = out.series;
   std::vector<double> levels;
-  const double top = law.noise == NoiseKind::none ? 1.0
-                     : *std::max_element(law.noise_sigma.begin(), law.noise_sigma.end());
+  const double top = law.noise == NoiseKind::none ? 1.0 : *std::max_element(law.noise_sigma.begin(), law.noise_sigma.end());
   for (double f : {0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0}) levels.push_back(f * std::max(top, 1e-12));
   S["noise_sigma"] = levels;
   for (size_t k = 0; k < levels.size(); ++k) {
@@ -441,18 +462,22 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
     lk.noise_sigma = {levels[k]};
     const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 100 + k, kNoiseTasks);
     const std::vector<double> yk = labels(set);
-    const Losses lb = baseline_losses(p, task_set(set, bases), tu, false);
+    const Losses lb = baseline_losses(p, task_set(set, bases), t.closed_form, false);
     auto push = [&](const std::string& name, double v) {
       auto& s = S["noise_loss_" + name];
       s.resize(levels.size(), kNaN);
       s[k] = v;
     };
-    push("tf", mse(run_model(tf, set, false).final(), yk));
-    push("gdpp", mse(run_model(gdpp, set, false).final(), yk));
+    push("tf", mse(run_model(m.tf, set, false).final(), yk));
+    push("gdpp", mse(run_model(m.gdpp, set, false).final(), yk));
     for (const auto& [name, v] : lb.loss) push(name, v);
   }
+}
 
-  // Out of distribution: input scale alpha, and context length M != n (c = 1/M under norm = 1/n).
+// Out of distribution: input scale alpha, and context length M != n (c = 1/M under norm = 1/n).
+template <class T>
+void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m, Analysis& out) {
+  auto& S = out.series;
   const std::vector<double> alphas = {0.25, 0.5, 1.0, 2.0, 4.0};
   S["ood_alpha"] = alphas;
   for (size_t k = 0; k < alphas.size(); ++k) {
@@ -460,9 +485,9 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
     lk.x_scale = alphas[k];
     const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 200 + k, kOodTasks);
     const std::vector<double> yk = labels(set);
-    S["ood_alpha_loss_tf"].push_back(mse(run_model(tf, set, false).final(), yk));
-    S["ood_alpha_loss_gd"].push_back(mse(run_model(gd, set, false).final(), yk));
-    S["ood_alpha_loss_gdpp"].push_back(mse(run_model(gdpp, set, false).final(), yk));
+    S["ood_alpha_loss_tf"].push_back(mse(run_model(m.tf, set, false).final(), yk));
+    S["ood_alpha_loss_gd"].push_back(mse(run_model(m.gd, set, false).final(), yk));
+    S["ood_alpha_loss_gdpp"].push_back(mse(run_model(m.gdpp, set, false).final(), yk));
   }
   const std::vector<double> lengths = {std::max(1.0, std::floor(p.n / 2.0)), double(p.n), 2.0 * p.n};
   S["ood_context"] = lengths;
@@ -471,20 +496,24 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
     lk.n = static_cast<int>(lengths[k]);
     const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 300 + k, kOodTasks);
     const std::vector<double> yk = labels(set);
-    Weights<T> tfk = tf, gdk = gd, gdppk = gdpp;
-    tfk.shape.n = gdk.shape.n = gdppk.shape.n = lk.n;
-    if (p.attention == Attention::linear && p.norm == Norm::inv_n) tfk.shape.c = 1.0 / lk.n;
-    S["ood_context_loss_tf"].push_back(mse(run_model(tfk, set, false).final(), yk));
-    S["ood_context_loss_gd"].push_back(mse(run_model(gdk, set, false).final(), yk));
-    S["ood_context_loss_gdpp"].push_back(mse(run_model(gdppk, set, false).final(), yk));
+    Models<T> mk = m;
+    mk.tf.shape.n = mk.gd.shape.n = mk.gdpp.shape.n = lk.n;
+    if (p.attention == Attention::linear && p.norm == Norm::inv_n) mk.tf.shape.c = 1.0 / lk.n;
+    S["ood_context_loss_tf"].push_back(mse(run_model(mk.tf, set, false).final(), yk));
+    S["ood_context_loss_gd"].push_back(mse(run_model(mk.gd, set, false).final(), yk));
+    S["ood_context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false).final(), yk));
   }
+}
 
-  // Learned preconditioners ([A23]) and the [V24] scalars, per layer.
+// Learned preconditioners ([A23]) and the [V24] scalars, per layer, from the expanded weights.
+void learned_weights(const Point& p, const TaskLaw& law, const Trained& trained, Analysis& out) {
+  const int d = p.d, D = d + 1;
+  auto& S = out.series;
   for (int i = 0; i < d; ++i)
     for (int k = 0; k < d; ++k) S["sigma"].push_back(law.Sigma(i, k));   // the input covariance, row-major
-  const Eigen::MatrixXd Sh = sym_sqrt(law.Sigma);
-  for (int l = 0; l < L; ++l) {
-    const Eigen::MatrixXd A = layer_product(p, r.P, r.Q, l), W = Sh * A * Sh;
+  const Eigen::MatrixXd Sigma_half = sym_sqrt(law.Sigma);
+  for (int l = 0; l < p.layers; ++l) {
+    const Eigen::MatrixXd A = layer_product(p, trained.P, trained.Q, l), W = Sigma_half * A * Sigma_half;
     for (int i = 0; i < d; ++i)
       for (int k = 0; k < d; ++k) {
         S["precond_product"].push_back(A(i, k));
@@ -494,24 +523,41 @@ void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>
     S["precond_dist_whitened"].push_back(dist_to_identity(W));
     S["precond_a"].push_back(-W.trace() / d);
     if (p.param == Param::sparse_ab) {
-      const int D = d + 1;
       Eigen::MatrixXd B = Eigen::MatrixXd::Zero(d, d);
       for (int h = 0; h < p.heads; ++h)
         for (int i = 0; i < d; ++i)
-          for (int k = 0; k < d; ++k) B(i, k) += r.P[(static_cast<size_t>(l) * p.heads + h) * D * D + i * D + k];
+          for (int k = 0; k < d; ++k) B(i, k) += trained.P[(static_cast<size_t>(l) * p.heads + h) * D * D + i * D + k];
       S["precond_b_dist"].push_back(dist_to_identity(B));
       S["precond_b"].push_back(B.trace() / d);
     }
-    const std::vector<double> w = v24_scalars(p, r.P, r.Q, l);
+    const std::vector<double> w = v24_scalars(p, trained.P, trained.Q, l);
     S["v24_w_xx"].push_back(w[0]);
     S["v24_w_xy"].push_back(w[1]);
     S["v24_w_yx"].push_back(w[2]);
     S["v24_w_yy"].push_back(w[3]);
   }
-  M["analysis_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-template void analyse_point<float>(const Point&, const TaskLaw&, const std::vector<double>&, const TaskBatch<float>&, Result&);
-template void analyse_point<double>(const Point&, const TaskLaw&, const std::vector<double>&, const TaskBatch<double>&, Result&);
+template <class T>
+Analysis analyse_typed(const Point& p, const Trained& trained) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Analysis out;
+  const TaskLaw law = make_task_law(p);
+  const Bases bases = make_bases(law);
+  const Tuning t = tune<T>(p, law, bases, out);
+  const Models<T> m = models<T>(p, trained.theta, t);
+  evaluation_set(p, bases, t, m, draw<T>(law, p.seed, Stream::eval, 0, p.eval_tasks), out);   // training's set
+  noise_levels(p, law, bases, t, m, out);
+  out_of_distribution(p, law, m, out);
+  learned_weights(p, law, trained, out);
+  out.metrics["analysis_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace
+
+Analysis analyse(const Point& p, const Trained& trained) {
+  return p.precision == Precision::f32 ? analyse_typed<float>(p, trained) : analyse_typed<double>(p, trained);
+}
 
 }  // namespace icl

@@ -56,8 +56,9 @@ double robust_condition_number(const std::vector<double>& H) {
   return a[mid] > 0 ? max / a[mid] : std::nan("");
 }
 
-Landscape::Landscape(const Point& p, const TaskLaw& law) : p_(p), obj_(p) {
-  if (p.landscape.empty() && p.landscape_every == 0) return;
+Landscape::Landscape(const Point& p) : p_(p), obj_(p) {
+  if (!on()) return;
+  const TaskLaw law = make_task_law(p);
   fixed_.resize(p.hessian_tasks, p.d, p.n);
   sample_tasks(law, kFixedSeed, Stream::analysis, 700, fixed_);
   full_.resize(std::min(kFullBatches * p.batch, kFullMax), p.d, p.n);
@@ -74,9 +75,9 @@ bool Landscape::wanted(int64_t step) const {
   return std::find(p_.landscape.begin(), p_.landscape.end(), step) != p_.landscape.end();
 }
 
-void Landscape::measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update, Result& r) {
+void Landscape::measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) {
   const auto t0 = std::chrono::steady_clock::now();
-  auto& S = r.series;
+  auto& S = measured_.series;
   std::vector<double> g_full, g;
   obj_.loss_grad(fixed_, theta, &g);
   S["landscape_step"].push_back(static_cast<double>(step));
@@ -91,7 +92,7 @@ void Landscape::measure(int64_t step, const std::vector<double>& theta, const st
   S["landscape_hessian_cond"].push_back(robust_condition_number(H));
   S["landscape_hessian_diag"].insert(S["landscape_hessian_diag"].end(), H.begin(), H.end());   // #params per step
   S["landscape_smoothness"].push_back(update.empty() ? std::nan("") : directional_smoothness(obj_, fixed_, theta, update));
-  r.metrics["landscape_seconds"] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  measured_.metrics["landscape_seconds"] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 }  // namespace icl

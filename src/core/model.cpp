@@ -518,4 +518,19 @@ void LaneModel<T>::grad(double* dP, double* dQ) const {
 template class LaneModel<float>;
 template class LaneModel<double>;
 
+// The products of model_forward / model_backward above, per layer and task, counted as multiply-adds:
+// linear attention builds Gamma = Z_ctx Z_ctx^T once (symmetric, D(D+1)/2 n) and applies P and Q per head;
+// softmax attention forms the n x N scores and their weighted sum per head, and its backward ~2x that.
+double model_flops_per_task(const ModelShape& s) {
+  const double D = s.d + 1, N = s.n + 1, n = s.n, H = s.heads;
+  double per_layer;
+  if (s.attention == Attention::linear) {
+    per_layer = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N      // forward
+                + 2 * D * D * N + 4 * H * D * D * D + D * D * n;          // backward
+  } else {
+    per_layer = H * (D * D * N + n * N * D + D * n * N + D * D * N) * 3;  // forward + ~2x backward
+  }
+  return 2.0 * per_layer * s.layers;
+}
+
 }  // namespace icl

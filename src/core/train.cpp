@@ -12,9 +12,8 @@
 #include <exception>
 #include <limits>
 
-#include "icl/core/analysis.hpp"
 #include "icl/core/data.hpp"
-#include "icl/core/landscape.hpp"
+#include "icl/core/model.hpp"
 #include "icl/core/objective.hpp"
 #include "icl/core/optim.hpp"
 #include "icl/core/params.hpp"
@@ -24,181 +23,133 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
+// One training run: the state of the loop and one method per thing a step can do.
 template <class T>
-Result train_typed(const Point& p, const std::atomic<bool>* cancel, StageHook* hook) {
-  const auto t_start = Clock::now();
-  if (hook) hook->enter("train");
-  Result r;
-  const TaskLaw law = make_task_law(p);
-  Objective<T> objective(p);
-  const ParamLayout& layout = objective.layout();
-  std::vector<double> theta = param_init(p, layout);
-  OptState opt = opt_init(layout.size());
-  std::vector<double> g(layout.size()), layer_loss(p.layers), update;
-  Landscape landscape(p, law);
+class TrainingRun {
+ public:
+  TrainingRun(const Point& p, TrainObserver* observer)
+      : p_(p), observer_(observer), law_(make_task_law(p)), objective_(p), theta_(param_init(p, objective_.layout())),
+        opt_(opt_init(objective_.layout().size())), g_(objective_.layout().size()), layer_loss_(p.layers) {
+    batch_.resize(p.batch, p.d, p.n);
+    eval_set_.resize(p.eval_tasks, p.d, p.n);
+    sample_tasks(law_, p.seed, Stream::eval, 0, eval_set_);
+    r_.flops_per_step = model_flops_per_task(model_shape(p)) * p.batch;
+    const size_t records = static_cast<size_t>(p.steps / p.eval_every + 2);
+    r_.curve_step.reserve(records);
+    r_.curve_train_loss.reserve(records);
+    r_.curve_test_loss.reserve(records);
+  }
 
-  TaskBatch<T> batch, eval_set;
-  batch.resize(p.batch, p.d, p.n);
-  eval_set.resize(p.eval_tasks, p.d, p.n);
-  sample_tasks(law, p.seed, Stream::eval, 0, eval_set);
-  r.flops_per_step = model_flops_per_task(p) * p.batch;
-
-  const size_t records = static_cast<size_t>(p.steps / p.eval_every + 2);
-  r.curve_step.reserve(records);
-  r.curve_train_loss.reserve(records);
-  r.curve_test_loss.reserve(records);
-  objective.layer_losses(eval_set, theta, layer_loss);   // step 0: the reference for divergence
-  const double initial_eval_loss = layer_loss[p.layers - 1];
-  r.curve_step.push_back(0);
-  r.curve_train_loss.push_back(std::numeric_limits<double>::quiet_NaN());
-  r.curve_test_loss.push_back(initial_eval_loss);
-  double loss_since_eval = 0.0;
-  int64_t steps_since_eval = 0;
-  for (int64_t s = 0; s < p.steps; ++s) {
-    if (cancel && cancel->load(std::memory_order_relaxed)) {
-      r.status = Status::cancelled;
-      r.message = "cancelled at step " + std::to_string(s);
-      return r;
+  Trained run(const std::atomic<bool>* cancel) {
+    evaluate(0);   // step 0: the reference for divergence
+    initial_eval_loss_ = r_.curve_test_loss.back();
+    for (int64_t s = 0; s < p_.steps && r_.status == Status::ok; ++s) {
+      if (cancel && cancel->load(std::memory_order_relaxed)) {
+        r_.status = Status::cancelled;
+        r_.message = "cancelled at step " + std::to_string(s);
+        return std::move(r_);
+      }
+      if (!step(s)) break;
+      if ((s + 1) % p_.eval_every == 0 || s + 1 == p_.steps) evaluate(s + 1);
     }
+    if (r_.status == Status::ok && observer_ && observer_->wanted(p_.steps)) observer_->measure(p_.steps, theta_, {});
+    return finish();
+  }
+
+ private:
+  // One optimiser step; false when the loss or gradient is not finite (the point diverged).
+  bool step(int64_t s) {
     auto t_step = Clock::now();
-    if (s % p.refresh == 0) sample_tasks(law, p.seed, Stream::train, static_cast<uint64_t>(s / p.refresh), batch);
-    const double loss = objective.loss_grad(batch, theta, &g);
-    const double gnorm = clip_grad(p, layout, g);
-    r.steps_done = s + 1;
-    r.train_loss = loss;
+    if (s % p_.refresh == 0) sample_tasks(law_, p_.seed, Stream::train, static_cast<uint64_t>(s / p_.refresh), batch_);
+    const double loss = objective_.loss_grad(batch_, theta_, &g_);
+    const double gnorm = clip_grad(p_, objective_.layout(), g_);
+    r_.steps_done = s + 1;
+    r_.train_loss = loss;
     if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
-      r.status = Status::diverged;
-      r.message = "non-finite training loss " + std::to_string(loss) + " or gradient norm " +
-                  std::to_string(gnorm) + " at step " + std::to_string(s + 1);
-      r.seconds_train += seconds_since(t_step);
-      break;
+      r_.status = Status::diverged;
+      r_.message = "non-finite training loss " + std::to_string(loss) + " or gradient norm " + std::to_string(gnorm) +
+                   " at step " + std::to_string(s + 1);
+      r_.seconds_train += seconds_since(t_step);
+      return false;
     }
-    if (landscape.wanted(s)) {   // measured before this step's update, along it; not training time
-      const auto t_landscape = Clock::now();
-      const std::vector<double> before = theta;
-      OptState probe = opt;
-      update = theta;
-      opt_step(p, lr_at(p, s), update, g, probe);
-      for (size_t i = 0; i < update.size(); ++i) update[i] -= before[i];
-      landscape.measure(s, theta, update, r);
-      t_step += Clock::now() - t_landscape;
+    if (observer_ && observer_->wanted(s)) {   // measured before this step's update, along it
+      const auto t_observer = Clock::now();
+      observe(s);
+      t_step += Clock::now() - t_observer;
     }
-    opt_step(p, lr_at(p, s), theta, g, opt);
-    loss_since_eval += loss;
-    ++steps_since_eval;
-    r.seconds_train += seconds_since(t_step);
+    opt_step(p_, lr_at(p_, s), theta_, g_, opt_);
+    loss_since_eval_ += loss;
+    ++steps_since_eval_;
+    r_.seconds_train += seconds_since(t_step);
+    return true;
+  }
 
-    if ((s + 1) % p.eval_every == 0 || s + 1 == p.steps) {
-      const auto t_eval = Clock::now();
-      objective.layer_losses(eval_set, theta, layer_loss);
-      r.curve_step.push_back(s + 1);
-      r.curve_train_loss.push_back(loss_since_eval / steps_since_eval);
-      r.curve_test_loss.push_back(layer_loss[p.layers - 1]);
-      r.train_loss = loss_since_eval / steps_since_eval;
-      loss_since_eval = 0.0;
-      steps_since_eval = 0;
-      r.seconds_eval += seconds_since(t_eval);
-      const double eval_loss = layer_loss[p.layers - 1];
-      if (!std::isfinite(eval_loss) ||
-          (p.diverge_factor > 0 && eval_loss > p.diverge_factor * std::max(initial_eval_loss, 1e-12))) {
-        r.status = Status::diverged;
-        r.message = "evaluation loss " + std::to_string(eval_loss) + " at step " + std::to_string(s + 1) +
-                    " (at initialisation " + std::to_string(initial_eval_loss) + ")";
-        break;
-      }
+  // Hands the observer this step's update, computed on a copy of the optimiser state.
+  void observe(int64_t s) {
+    OptState probe = opt_;
+    update_ = theta_;
+    opt_step(p_, lr_at(p_, s), update_, g_, probe);
+    for (size_t i = 0; i < update_.size(); ++i) update_[i] -= theta_[i];
+    observer_->measure(s, theta_, update_);
+  }
+
+  // Records the curves at `step`; an evaluation loss that is not finite or above diverge_factor x the
+  // initial one stops the point.
+  void evaluate(int64_t step) {
+    const auto t_eval = Clock::now();
+    objective_.layer_losses(eval_set_, theta_, layer_loss_);
+    const double eval_loss = layer_loss_[p_.layers - 1];
+    r_.curve_step.push_back(step);
+    r_.curve_train_loss.push_back(step == 0 ? kNaN : loss_since_eval_ / steps_since_eval_);
+    r_.curve_test_loss.push_back(eval_loss);
+    if (step > 0) r_.train_loss = loss_since_eval_ / steps_since_eval_;
+    loss_since_eval_ = 0.0;
+    steps_since_eval_ = 0;
+    r_.seconds_eval += seconds_since(t_eval);
+    if (step > 0 && (!std::isfinite(eval_loss) ||
+                     (p_.diverge_factor > 0 && eval_loss > p_.diverge_factor * std::max(initial_eval_loss_, 1e-12)))) {
+      r_.status = Status::diverged;
+      r_.message = "evaluation loss " + std::to_string(eval_loss) + " at step " + std::to_string(step) +
+                   " (at initialisation " + std::to_string(initial_eval_loss_) + ")";
     }
   }
 
-  if (r.status == Status::ok && landscape.wanted(p.steps)) landscape.measure(p.steps, theta, {}, r);
-  r.theta = theta;
-  r.P.resize(layout.PQ_size());
-  r.Q.resize(layout.PQ_size());
-  layout.expand(theta.data(), r.P.data(), r.Q.data());
-  if (r.status == Status::ok) {
-    r.layer_test_loss = layer_loss;
-    r.test_loss = layer_loss[p.layers - 1];
-    if (p.analysis) {
-      // A failing analysis keeps the trained weights and the training metrics.
-      auto trained_metrics = r.metrics;
-      auto trained_series = r.series;
-      try {
-        if (hook) hook->enter("analysis");
-        analyse_point(p, law, theta, eval_set, r);
-        r.analysis_status = AnalysisStatus::ok;
-      } catch (const std::exception& e) {
-        r.analysis_status = AnalysisStatus::failed;
-        r.analysis_message = e.what();
-        r.metrics = std::move(trained_metrics);   // no half-finished analysis
-        r.series = std::move(trained_series);
-      }
+  Trained finish() {
+    const ParamLayout& layout = objective_.layout();
+    r_.theta = theta_;
+    r_.P.resize(layout.PQ_size());
+    r_.Q.resize(layout.PQ_size());
+    layout.expand(theta_.data(), r_.P.data(), r_.Q.data());
+    if (r_.status == Status::ok) {
+      r_.layer_test_loss = layer_loss_;
+      r_.test_loss = layer_loss_[p_.layers - 1];
+    } else {
+      r_.layer_test_loss.assign(p_.layers, kNaN);
+      r_.test_loss = kNaN;
     }
-  } else {
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    r.layer_test_loss.assign(p.layers, nan);
-    r.test_loss = nan;
+    return std::move(r_);
   }
-  r.seconds_total = seconds_since(t_start);
-  return r;
-}
+
+  const Point& p_;
+  TrainObserver* observer_;
+  const TaskLaw law_;
+  Objective<T> objective_;
+  std::vector<double> theta_;
+  OptState opt_;
+  std::vector<double> g_, layer_loss_, update_;
+  TaskBatch<T> batch_, eval_set_;
+  Trained r_;
+  double initial_eval_loss_ = kNaN, loss_since_eval_ = 0.0;
+  int64_t steps_since_eval_ = 0;
+};
 
 }  // namespace
 
-const char* status_name(Status s) {
-  switch (s) {
-    case Status::ok: return "ok";
-    case Status::diverged: return "diverged";
-    case Status::failed: return "failed";
-    case Status::pending: return "pending";
-    case Status::cancelled: return "cancelled";
-  }
-  return "?";
-}
-
-const char* analysis_status_name(AnalysisStatus s) {
-  switch (s) {
-    case AnalysisStatus::skipped: return "skipped";
-    case AnalysisStatus::ok: return "ok";
-    case AnalysisStatus::failed: return "failed";
-  }
-  return "?";
-}
-
-double model_flops_per_task(const Point& p) {
-  const double D = p.d + 1, N = p.n + 1, n = p.n, H = p.heads;
-  double per_layer;
-  if (p.attention == Attention::linear) {
-    per_layer = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N      // forward
-                + 2 * D * D * N + 4 * H * D * D * D + D * D * n;          // backward
-  } else {
-    per_layer = H * (D * D * N + n * N * D + D * n * N + D * D * N) * 3;  // forward + ~2x backward
-  }
-  return 2.0 * per_layer * p.layers;
-}
-
-Result pending_result() {
-  Result r;
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  r.status = Status::pending;
-  r.steps_done = -1;   // unknown: stored as NaN
-  r.test_loss = r.train_loss = nan;
-  r.seconds_train = r.seconds_eval = r.seconds_total = r.flops_per_step = nan;
-  return r;
-}
-
-Result failed_result(const std::string& why) {
-  Result r = pending_result();
-  r.status = Status::failed;
-  r.message = why;
-  return r;
-}
-
-Result train_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hook) {
-  try {
-    return p.precision == Precision::f32 ? train_typed<float>(p, cancel, hook) : train_typed<double>(p, cancel, hook);
-  } catch (const std::exception& e) {
-    return failed_result(e.what());
-  }
+Trained train(const Point& p, const std::atomic<bool>* cancel, TrainObserver* observer) {
+  if (p.precision == Precision::f32) return TrainingRun<float>(p, observer).run(cancel);
+  return TrainingRun<double>(p, observer).run(cancel);
 }
 
 }  // namespace icl

@@ -1,4 +1,4 @@
-// Per-point memory, mirroring the allocations of train_point (sizes in bytes, doubles so that no
+// Per-point memory, mirroring the allocations of run_point (sizes in bytes, doubles so that no
 // product overflows):
 //   TaskBatch<T> of B tasks (data.cpp): ceil(B/V) chunks x (D N + 2) lanes (Z, y, mask), B (d+1)
 //     doubles (w, sigma), and a scratch of 2 ceil((d + (n+1) d + n) / 2) + d + 1 lanes; a lane is 64 bytes.

@@ -1,6 +1,7 @@
 #pragma once
-// What a trained point learned, measured on its own evaluation tasks (science.md sections 4-5).
-// Everything goes into Result::metrics (scalars) and Result::series (vectors); all losses are plain MSE.
+// What a trained point learned, measured on its own evaluation tasks (science.md sections 4-5):
+// analyse(point, trained) -> Analysis (result.hpp), scalars in metrics and vectors in series, every
+// name documented in the registry (metrics.hpp); all losses are plain MSE.
 //
 // Reference algorithms are evaluated two ways, and agree where both apply: the ridge family, OLS, the
 // Bayes predictor and K-step (preconditioned) GD by their closed forms on each task's spectrum
@@ -14,7 +15,7 @@
 
 #include "icl/core/data.hpp"
 #include "icl/core/point.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/result.hpp"
 
 namespace icl {
 
@@ -24,9 +25,9 @@ struct AnalysisSets {
   static constexpr int tune = 16000, tune_model = 2000, gdpp_validation = 10000, noise = 1000, ood = 1000;
 };
 
-template <class T>
-void analyse_point(const Point& p, const TaskLaw& law, const std::vector<double>& theta,
-                   const TaskBatch<T>& eval_set, Result& r);
+// Runs every analysis on `trained` (status ok) of point p, on the same evaluation set as training (redrawn
+// from its seed) and on sets of its own.  Throws on failure (run_point.hpp then keeps the training).
+Analysis analyse(const Point& p, const Trained& trained);
 
 // Dist(M, I) = |M - (tr M / d) I|_F / |M|_F  ([A23]): 0 for a multiple of the identity.
 double dist_to_identity(const Eigen::MatrixXd& M);

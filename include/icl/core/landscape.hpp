@@ -38,21 +38,26 @@ double robust_condition_number(const std::vector<double>& H);
 // Seed of the fixed landscape set: a constant, so the set never depends on a point's seed.
 constexpr uint64_t kFixedSeed = 0xA24;
 
-class Landscape {
+// Observes a training run (train.hpp) at the steps the point's `landscape` option names.
+class Landscape : public TrainObserver {
  public:
   static constexpr int kNoiseBatches = 32, kFullBatches = 16, kFullMax = 65536;
-  Landscape(const Point& p, const TaskLaw& law);
-  bool wanted(int64_t step) const;
+  explicit Landscape(const Point& p);
+  bool on() const { return !p_.landscape.empty() || p_.landscape_every > 0; }
+  bool wanted(int64_t step) const override;
   const TaskBatch<double>& fixed_set() const { return fixed_; }
-  // Records the measurements at `step` into r.series (landscape_*); `update` is the optimiser's step
-  // from theta (empty when there is none, e.g. after the last step).
-  void measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update, Result& r);
+  // Records the measurements at `step` (series landscape_*); `update` is the optimiser's step from
+  // theta (empty when there is none, e.g. after the last step).
+  void measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) override;
+  // What was measured so far (moved out).
+  Analysis take() { return std::move(measured_); }
 
  private:
   const Point& p_;
   Objective<double> obj_;
   TaskBatch<double> fixed_, full_;
   std::vector<TaskBatch<double>> batches_;
+  Analysis measured_;
 };
 
 }  // namespace icl

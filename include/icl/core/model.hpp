@@ -22,6 +22,9 @@ struct ModelShape {
 };
 ModelShape model_shape(const Point& p);
 
+// Multiply-adds x 2 of one forward + backward pass on one task (the FLOP model of the cost estimate).
+double model_flops_per_task(const ModelShape& s);
+
 template <class T>
 class LaneModel {
  public:

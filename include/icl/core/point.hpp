@@ -1,5 +1,5 @@
 #pragma once
-// A grid point: every setting that determines one training run.  Plain data; `train_point` maps it to a
+// A grid point: every setting that determines one training run.  Plain data; `run_point` maps it to a
 // Result and nothing else influences that result (see train.hpp).  Option names and value syntax live in
 // options.hpp; the paper conventions behind each field are in ../shared/science.md.
 #include <cstdint>

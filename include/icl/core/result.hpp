@@ -1,5 +1,5 @@
 #pragma once
-// The result of one grid point: what the seam train_point(point) returns and what every store
+// The result of one grid point: what the seam run_point(point) returns and what every store
 // (point logs, OUT.h5) holds.  for_each_field is the one description of its fields: the log record's
 // encoder and decoder are both driven by it, so a new field is added here once.
 #include <cstdint>
@@ -18,7 +18,9 @@ const char* analysis_status_name(AnalysisStatus s);
 
 // Loss convention: plain mean squared error over tasks, mean((yhat - y_query)^2), not halved.
 // Every loss, time and count of a point that did not finish is NaN (never 0: a zero reads as a perfect model).
-struct Result {
+
+// What training produces (train.hpp): the run's status, curves and learned weights.
+struct Trained {
   Status status = Status::ok;
   std::string message;                      // why a point diverged or failed
   int64_t steps_done = 0;
@@ -31,13 +33,23 @@ struct Result {
   std::vector<double> curve_test_loss;      // evaluation loss
   std::vector<double> theta;                // learned parameters (flat, params.hpp layout)
   std::vector<double> P, Q;                 // expanded weights, layers x heads x (d+1) x (d+1)
-  double seconds_train = 0, seconds_eval = 0, seconds_total = 0;
+  double seconds_train = 0, seconds_eval = 0;
   double flops_per_step = 0;                // model multiply-adds x 2 of one step (forward + backward)
-  AnalysisStatus analysis_status = AnalysisStatus::skipped;
-  std::string analysis_message;             // why the analysis failed
-  // Analyses (analysis.hpp), by name: scalars go to /metrics/<name>, series to /analysis/<name>.
+};
+
+// What the analyses measure (analysis.hpp, landscape.hpp), by name: scalars go to /metrics/<name>,
+// series to /analysis/<name>.  Every name is documented in the registry of metrics.hpp.
+struct Analysis {
   std::map<std::string, double> metrics;
   std::map<std::string, std::vector<double>> series;
+  void merge(Analysis&& other);             // other's names are added; a name present in both is an error
+};
+
+// One point's result: its training, then its analysis, which has a status of its own.
+struct Result : Trained, Analysis {
+  double seconds_total = 0;                 // wall-clock seconds of the whole point
+  AnalysisStatus analysis_status = AnalysisStatus::skipped;
+  std::string analysis_message;             // why the analysis failed
 };
 
 // Every field, in a fixed order, as visit(name, field&).  R is Result or const Result.

@@ -1,28 +1,27 @@
 #pragma once
-// The seam between driver and science: train_point(point) -> result.  Pure and deterministic: no I/O,
-// no MPI, no clocks in anything but the timing fields.  The same point gives the same bits (timings
-// aside) on any machine running the same build.  A run that diverges or throws is returned as data
-// (status + message), never as an exception.
+// Training of one grid point (science.md section 3): train(point) -> Trained.  Pure and deterministic:
+// no I/O, no MPI, no clocks in anything but the timing fields.  A run that diverges is returned as data
+// (status + message); an exception means the point failed (run_point.hpp records it).
 #include <atomic>
 #include <cstdint>
+#include <vector>
 
 #include "icl/core/point.hpp"
 #include "icl/core/result.hpp"
 
 namespace icl {
 
-// Fault injection for tests of the failure paths: enter(stage) is called as "train" and "analysis"
-// begin; an exception it throws is handled exactly as one thrown by that stage.
-struct StageHook {
-  virtual ~StageHook() = default;
-  virtual void enter(const char* stage) = 0;
+// Measurements taken along the trajectory (the [A24] landscape, landscape.hpp): at every step s it wants,
+// before that step's update, with `update` the optimiser's step from theta; once more after the last
+// step (update empty) if it wants step `steps`.  Its time is not training time.
+struct TrainObserver {
+  virtual ~TrainObserver() = default;
+  virtual bool wanted(int64_t step) const = 0;
+  virtual void measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) = 0;
 };
 
 // `cancel` (optional) is polled once per step; when it becomes true the point stops with status
 // cancelled, which a driver discards: cancellation never changes a recorded result.
-Result train_point(const Point& p, const std::atomic<bool>* cancel = nullptr, StageHook* hook = nullptr);
-
-// Multiply-adds x 2 of one forward + backward pass of the linear model on one task (see model.cpp).
-double model_flops_per_task(const Point& p);
+Trained train(const Point& p, const std::atomic<bool>* cancel = nullptr, TrainObserver* observer = nullptr);
 
 }  // namespace icl

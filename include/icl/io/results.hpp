@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "icl/core/point.hpp"
-#include "icl/core/train.hpp"
+#include "icl/core/result.hpp"
 
 namespace icl::io {
 

@@ -1,5 +1,5 @@
 #pragma once
-// Peak memory of one grid point, counted from what train_point allocates (train.cpp, objective.cpp,
+// Peak memory of one grid point, counted from what run_point allocates (train.cpp, objective.cpp,
 // model.cpp, data.cpp, landscape.cpp, analysis.cpp): the training batch and the evaluation set in lane
 // layout, the model's activations and gradient scratch, the [A24] landscape sets, the analysis sets and
 // per-task spectra, the loss curves, and a fixed process overhead.  Pure.  Used by the grid to refuse
