@@ -12,6 +12,7 @@
 #include <set>
 
 #include "icl/build_info.hpp"
+#include "icl/core/metrics.hpp"
 #include "icl/core/options.hpp"
 #include "icl/io/h5.hpp"
 #include "integrity.hpp"
@@ -32,76 +33,13 @@ std::vector<V> padded(size_t rows, size_t width, V pad, F row) {
   return out;
 }
 
-// What an analysis dataset holds (science.md sections 4-5); matched on the name or its prefix.
-std::string analysis_doc(const std::string& name) {
-  static const std::vector<std::pair<std::string, std::string>> docs = {
-      {"loss_tf", "MSE of the trained transformer on the evaluation set"},
-      {"loss_zero", "MSE of the zero predictor"},
-      {"loss_ols", "MSE of least squares (minimum norm when n < d)"},
-      {"loss_ridge", "MSE of ridge with lambda = ridge_lambda"},
-      {"loss_oracle_ridge", "MSE of ridge with lambda = the task's sigma^2 (posterior mean; [V24] oracle)"},
-      {"loss_const_rr", "MSE of ridge with one lambda tuned for the noise law ([V24] ConstRR)"},
-      {"loss_ada_rr", "MSE of ridge with lambda = RSS_OLS / (n - d) ([V24] AdaRR)"},
-      {"loss_tuned_rr", "MSE of ridge with lambda = min(c sigma_hat^2, t), c and t tuned ([V24] TunedRR)"},
-      {"loss_bayes", "MSE of the Bayes-optimal predictor for the noise mixture"},
-      {"loss_gd", "MSE of L steps of GD from w = 0 with one tuned rate ([VO23])"},
-      {"loss_pgd", "MSE of L steps of GD preconditioned by Sigma^-1, one tuned rate ([A23])"},
-      {"loss_gdpp_tied", "MSE of L steps of GD++ with one tuned (eta, gamma) for every step (recurrent; [VO23] Fig. 3)"},
-      {"loss_gdpp", "MSE of L steps of GD++ with tuned (eta, gamma) per step ([VO23] App. A.10)"},
-      {"loss_tf_unclipped", "MSE of the trained weights evaluated with act_clip off (only when act_clip > 0): "
-                            "loss_tf_unclipped - loss_tf is what the clip does to the same weights"},
-      {"adjusted_", "loss minus loss_oracle_ridge ([V24] adjusted loss; halve for its tables)"},
-      {"se_adjusted_", "standard error of adjusted_* over the evaluation tasks (paired with oracle ridge, task by task)"},
-      {"se_loss_tf", "standard error of loss_tf over the evaluation tasks"},
-      {"se_clip_effect", "standard error of loss_tf_unclipped - loss_tf (paired, task by task)"},
-      {"align_gd_abs", "mean |yhat_TF - yhat_GD| (L-step GD, [VO23])"},
-      {"align_gd_cos", "mean cosine of the sensitivities d yhat / d x_query, TF vs L-step GD"},
-      {"align_gd_l2", "mean L2 distance of the sensitivities, TF vs L-step GD"},
-      {"align_gdpp_", "as align_gd_*, against L-step GD++"},
-      {"const_rr_lambda", "ConstRR's tuned lambda"},
-      {"tuned_rr_", "TunedRR's tuned c and threshold t"},
-      {"analysis_seconds", "seconds spent in the analyses"},
-      {"landscape_seconds", "seconds spent in the landscape measurements"},
-      {"gd_eta", "tuned GD rate per K = 1..L (yhat = eta <sum y_i x_i, x_q> for K = 1)"},
-      {"pgd_eta", "tuned preconditioned-GD rate per K = 1..L"},
-      {"gdpp_eta", "GD++ rate per step of the L-step method"},
-      {"gdpp_gamma", "GD++ input-transform gamma per step (x <- (I - gamma X X^T) x); the last step's does not act: 0"},
-      {"gdpp_tied_eta", "tied GD++: the one rate eta of the K-step method, K = 1..L"},
-      {"gdpp_tied_gamma", "tied GD++: the one gamma of the K-step method, K = 1..L"},
-      {"gdpp_tune_grad", "per-step GD++ tuning: |grad| (in units of the GD rate) / loss at the result, K = 1..L; "
-                         "stationary when <= 1e-6"},
-      {"gdpp_tied_tune_grad", "tied GD++ tuning: |grad| / loss at the result, K = 1..L"},
-      {"layer_loss_gd", "MSE of K-step GD, K = 1..L, each with its own tuned rate"},
-      {"layer_loss_pgd", "MSE of K-step preconditioned GD, K = 1..L"},
-      {"layer_loss_gdpp_tied", "MSE of K-step tied GD++, K = 1..L, each tuned for K steps"},
-      {"layer_loss_gdpp", "MSE of K-step GD++, K = 1..L, each tuned for K steps"},
-      {"noise_sigma", "noise levels of the per-level evaluation (multiples of the training maximum)"},
-      {"noise_loss_", "MSE per noise level (columns follow noise_sigma), 1,000 tasks each"},
-      {"ood_alpha", "input scales alpha of the out-of-distribution evaluation (x -> alpha x)"},
-      {"ood_alpha_loss_", "MSE per input scale (columns follow ood_alpha)"},
-      {"ood_context", "context lengths M of the out-of-distribution evaluation (c = 1/M under norm = 1/n)"},
-      {"ood_context_loss_", "MSE per context length (columns follow ood_context)"},
-      {"sigma", "input covariance Sigma, d x d row-major"},
-      {"precond_product", "per layer, P corner times Q block summed over heads (gauge-free), L x d x d row-major"},
-      {"precond_whitened", "per layer, Sigma^1/2 (P corner Q block) Sigma^1/2, L x d x d row-major"},
-      {"precond_dist_whitened", "per layer, Dist(Sigma^1/2 A_l Sigma^1/2, I) ([A23])"},
-      {"precond_dist", "per layer, Dist(A_l, I) = |A - (tr A/d) I|_F / |A|_F ([A23])"},
-      {"precond_a", "per layer, a_l = -tr(Sigma^1/2 A_l Sigma^1/2)/d (paper sign: our Q block is minus the preconditioner)"},
-      {"precond_b_dist", "per layer, Dist(B_l, I) (sparse_ab)"},
-      {"precond_b", "per layer, tr(B_l)/d (sparse_ab)"},
-      {"v24_w_", "per layer, [V24] scalar w_xx, w_xy, w_yx or w_yy (projected for full)"},
-      {"landscape_step", "steps of the landscape measurements"},
-      {"landscape_grad_norm", "|g| on the fixed landscape set (hessian_tasks tasks, the same for every point) per measured step"},
-      {"landscape_grad_noise", "|g_B - g_full| for 32 mini-batches per measured step (steps x 32, row-major)"},
-      {"landscape_hessian_cond", "robust condition number max|H_ii| / median|H_ii| (lower median of an even count, "
-                                 "as torch.median) on the fixed landscape set, per measured step"},
-      {"landscape_hessian_diag", "Hessian diagonal over every parameter on the fixed landscape set, per measured step "
-                                 "(steps x #params, row-major)"},
-      {"landscape_smoothness", "u^T H u / |u|^2 along the optimiser's update on the fixed landscape set, per measured step"},
-  };
-  for (const auto& [key, doc] : docs)
-    if (name == key || (key.back() == '_' && name.compare(0, key.size(), key) == 0)) return doc;
-  return "";
+// Doc, legend label and convention of an analysis dataset, from the registry the analyses own (metrics.hpp).
+void describe(File& f, const std::string& path, const std::string& name) {
+  MetricInfo info;
+  if (!metric_info(name, &info)) return;  // the registry test keeps this from happening
+  set_attr(f, path, "doc", info.doc);
+  if (!info.label.empty()) set_attr(f, path, "label", info.label);
+  if (!info.convention.empty()) set_attr(f, path, "convention", info.convention);
 }
 
 void write_points(File& f, const std::vector<Point>& points) {
@@ -193,7 +131,7 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
     std::vector<double> v;
     for (const Result& r : results) v.push_back(r.metrics.count(name) ? r.metrics.at(name) : kNaN);
     write(f, "/metrics/" + name, v);
-    if (!analysis_doc(name).empty()) set_attr(f, "/metrics/" + name, "doc", analysis_doc(name));
+    describe(f, "/metrics/" + name, name);
   }
   for (const std::string& name : series_names) {
     static const std::vector<double> none;
@@ -201,7 +139,7 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
     for (const Result& r : results) width = std::max(width, r.series.count(name) ? r.series.at(name).size() : 0);
     write(f, "/analysis/" + name, padded<double>(P, width, kNaN, [&](size_t i) -> const std::vector<double>& {
             return results[i].series.count(name) ? results[i].series.at(name) : none; }), {P, width});
-    if (!analysis_doc(name).empty()) set_attr(f, "/analysis/" + name, "doc", analysis_doc(name));
+    describe(f, "/analysis/" + name, name);
   }
 
   size_t max_layers = 0, max_curve = 0;

@@ -47,14 +47,14 @@ def loss_vs_axis(r):
             every = np.concatenate(list(lines.values()))
             floor = plot.EXACT * r.scale(np.nanmin(metrics["test_loss"][every]))
             mixed_depths = x != "layers" and len(set(r.sweep.points["layers"][every])) > 1
-            for key, name, _, _ in plot.BASELINES:
+            for key, _, _ in plot.BASELINES:
                 if f"loss_{key}" not in metrics or (key == "pgd" and _same(metrics["loss_pgd"], metrics["loss_gd"], every)):
                     continue
                 if mixed_depths and key in DEPTH_BASELINES:   # K = L steps: one line per depth would be needed
                     continue
                 xs, rows = _rows_over(r, every, x, r.scale(metrics[f"loss_{key}"]))
                 if not plot.baseline_line(ax, xs, stats(rows)[0], key, floor):
-                    skipped.add(name)
+                    skipped.add(plot.method_label(key))
             for i, (lkey, idx) in enumerate(lines.items()):
                 xs, rows = _rows_over(r, idx, x, r.scale(metrics["test_loss"]))
                 plot.band(ax, xs, rows, model_label(line_axes, lkey, "trained: "),

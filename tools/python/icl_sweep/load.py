@@ -21,6 +21,10 @@ def _column(dataset):
     return dataset[:]
 
 
+def _text(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 class Sweep:
     """One result file, read once: attributes, /points, /metrics, /layers, /curves; /analysis series and
     /weights are read on demand."""
@@ -34,6 +38,9 @@ class Sweep:
             self.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
             self.points = {k: _column(v) for k, v in f["points"].items()}
             self.metrics = {k: v[:] for k, v in f["metrics"].items()}
+            # Legend label of every method, {key: label}, from the registry's attributes of /metrics/loss_<key>.
+            self.labels = {k[len("loss_"):]: _text(v.attrs["label"]) for k, v in f["metrics"].items()
+                           if k.startswith("loss_") and "label" in v.attrs}
             self.layer_loss = f["layers/test_loss"][:]
             self.curves = {k: v[:] for k, v in f["curves"].items()}
             self.analysis_names = sorted(f["analysis"].keys()) if "analysis" in f else []

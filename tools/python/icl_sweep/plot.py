@@ -9,22 +9,40 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .groups import stats  # noqa: E402
 
-# Baselines of /metrics/loss_<key> and /analysis/*_loss_<key>, in legend order: (key, legend, colour, dash).
+# Styles of the baselines of /metrics/loss_<key> and /analysis/*_loss_<key>, in legend order: (key, colour,
+# dash).  Their legend labels come from the file: the registry of the C++ analyses (metrics.hpp) stores
+# each as the `label` attribute of /metrics/loss_<key>; use_labels() installs a file's labels.
 BASELINES = (
-    ("zero", "zero predictor", "#999999", (0, (1, 1))),
-    ("ols", "OLS", "#8c564b", (0, (5, 2))),
-    ("ridge", "ridge, fixed lambda", "#bcbd22", (0, (5, 2))),
-    ("const_rr", "ConstRR", "#17becf", (0, (5, 2))),
-    ("ada_rr", "AdaRR", "#9467bd", (0, (5, 2))),
-    ("tuned_rr", "TunedRR", "#e377c2", (0, (5, 2))),
-    ("oracle_ridge", "oracle ridge (lambda = sigma^2)", "#7f7f7f", (0, (3, 1, 1, 1))),
-    ("bayes", "Bayes-optimal", "#000000", (0, (3, 1, 1, 1))),
-    ("gd", "GD (K steps, tuned rate)", "#d62728", (0, (6, 2))),
-    ("pgd", "GD preconditioned by Sigma^-1", "#ff7f0e", (0, (6, 2))),
-    ("gdpp", "GD++ (K steps, tuned per step)", "#2ca02c", (0, (6, 2))),
-    ("gdpp_tied", "GD++ (K steps, one tuned pair)", "#98df8a", (0, (2, 2))),
+    ("zero", "#999999", (0, (1, 1))),
+    ("ols", "#8c564b", (0, (5, 2))),
+    ("ridge", "#bcbd22", (0, (5, 2))),
+    ("const_rr", "#17becf", (0, (5, 2))),
+    ("ada_rr", "#9467bd", (0, (5, 2))),
+    ("tuned_rr", "#e377c2", (0, (5, 2))),
+    ("oracle_ridge", "#7f7f7f", (0, (3, 1, 1, 1))),
+    ("bayes", "#000000", (0, (3, 1, 1, 1))),
+    ("gd", "#d62728", (0, (6, 2))),
+    ("pgd", "#ff7f0e", (0, (6, 2))),
+    ("gdpp", "#2ca02c", (0, (6, 2))),
+    ("gdpp_tied", "#98df8a", (0, (2, 2))),
 )
-BASELINE = {key: (name, colour, dash) for key, name, colour, dash in BASELINES}
+BASELINE = {key: (colour, dash) for key, colour, dash in BASELINES}
+LABELS = {}
+
+
+def use_labels(labels):
+    """The legend labels of the methods, {key: label}, as a results file stores them (Sweep.labels)."""
+    LABELS.update(labels)
+
+
+def method_label(key):
+    return LABELS.get(key, key)
+
+
+def baseline_labels():
+    return [method_label(key) for key, _, _ in BASELINES]
+
+
 MODEL_COLOURS = ("#1f77b4", "#6a3d9a", "#8c564b", "#008080", "#808000", "#000080", "#c51b7d", "#b8860b",
                  "#2f4f4f", "#e6550d")
 MARKERS = "osD^v<>ph*"
@@ -80,7 +98,8 @@ def band(ax, x, rows, label, replicas_note=True, **style):
 def baseline_line(ax, x, values, key, floor=TINY):
     """A baseline as a dashed line; values at or below floor (exact: e.g. ridge on noiseless tasks with
     n > d) are not drawn. Returns whether anything was drawn."""
-    name, colour, dash = BASELINE[key]
+    colour, dash = BASELINE[key]
+    name = method_label(key)
     values = np.asarray(values, dtype=float)
     ok = np.isfinite(values) & (values > floor)
     if ok.sum() == 0:
@@ -104,7 +123,7 @@ def log_if_positive(ax, axis="y"):
         ax.set_xscale("log")
         return
     ax.set_yscale("log")
-    baseline_names = {b[1] for b in BASELINES}
+    baseline_names = set(baseline_labels())
     models = [d[np.isfinite(d)] for l, d in zip(lines, data) if l.get_label() not in baseline_names]
     models = np.concatenate(models) if models else np.array([])
     if models.size and values.min() < EXACT * models.min():
@@ -142,7 +161,7 @@ def save(fig, outdir, name, title):
             if l not in handles:
                 handles[l] = h
                 labels.append(l)
-    baseline_names = [b[1] for b in BASELINES]
+    baseline_names = baseline_labels()
     labels.sort(key=lambda l: baseline_names.index(l) + 1 if l in baseline_names
                 else 100 if l.startswith("training") else 0)   # models, baselines, then markers
     width, height = fig.get_size_inches()

@@ -4,7 +4,7 @@ import argparse
 import os
 import sys
 
-from . import figures, figures_landscape, figures_weights, html, tables
+from . import figures, figures_landscape, figures_weights, html, plot, tables
 from .groups import View
 from .load import Sweep
 from .plot import Scale
@@ -62,6 +62,7 @@ def main(argv=None):
         sweep = Sweep(args.file)
     except (OSError, ValueError) as e:
         usage_error("file", args.file, f"not a readable icl-sweep results file ({e})")
+    plot.use_labels(sweep.labels)
     for option in args.best:
         if option != "replica" and option not in sweep.points:
             usage_error("--best", option, "must be an option of the file or 'replica'")
