@@ -113,43 +113,43 @@ struct Losses {   // on one TaskSet
   std::map<std::string, std::vector<double>> yhat;   // per task, for the standard errors
 };
 
-Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tu, bool all) {
-  Losses L;
+Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tuned, bool all) {
+  Losses out;
   const int K = p.layers;
   auto keep = [&](const char* name, std::vector<double> yhat) {
-    L.loss[name] = mse(yhat, s.y);
-    L.yhat[name] = std::move(yhat);
+    out.loss[name] = mse(yhat, s.y);
+    out.yhat[name] = std::move(yhat);
   };
   auto put = [&](const char* name, auto f) { keep(name, predict_all(s.prior, f)); };
   put("oracle_ridge", [&](const TaskSpectrum& t, size_t i) {
     return s.sigma[i] > 0 ? predict_ridge(t, s.sigma[i] * s.sigma[i]) : predict_ols(t);
   });
-  put("const_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, tu.const_rr_lambda); });
+  put("const_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, tuned.const_rr_lambda); });
   if (p.n > p.d) {
     put("ada_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, noise_estimate(t)); });
     put("tuned_rr", [&](const TaskSpectrum& t, size_t) {
-      return predict_ridge(t, std::min(tu.tuned_rr_c * noise_estimate(t), tu.tuned_rr_t));
+      return predict_ridge(t, std::min(tuned.tuned_rr_c * noise_estimate(t), tuned.tuned_rr_t));
     });
   }
   put("bayes", [&](const TaskSpectrum& t, size_t) {
-    return tu.noiseless ? predict_ols(t) : predict_bayes(t, tu.bayes_sigma, tu.bayes_weight);
+    return tuned.noiseless ? predict_ols(t) : predict_bayes(t, tuned.bayes_sigma, tuned.bayes_weight);
   });
-  keep("gd", predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.gd_eta[K - 1], K); }));
+  keep("gd", predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.gd_eta[K - 1], K); }));
   if (all) {
     put("zero", [](const TaskSpectrum&, size_t) { return 0.0; });
     put("ols", [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
     put("ridge", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
-    keep("pgd", predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tu.pgd_eta[K - 1], K); }));
+    keep("pgd", predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.pgd_eta[K - 1], K); }));
   }
-  return L;
+  return out;
 }
 
 Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool whitened_inputs) {
-  Tuned tu;
-  tu.noiseless = law.noise == NoiseKind::none;
-  noise_prior(law, &tu.bayes_sigma, &tu.bayes_weight);
+  Tuned tuned;
+  tuned.noiseless = law.noise == NoiseKind::none;
+  noise_prior(law, &tuned.bayes_sigma, &tuned.bayes_weight);
   auto loss_of = [&](const std::vector<TaskSpectrum>& sp, auto f) { return mse(predict_all(sp, f), s.y); };
-  tu.const_rr_lambda = minimise_log(
+  tuned.const_rr_lambda = minimise_log(
       [&](double lam) { return loss_of(s.prior, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, lam); }); },
       1e-6, 1e4);
   if (p.n > p.d) {
@@ -166,22 +166,22 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
         const double c = std::exp(std::log(0.05) + std::log(20.0 / 0.05) * i / 23);
         const double thr = std::exp(std::log(1e-3) + std::log(1e7) * j / 23);
         const double v = f(c, thr);
-        if (v < best) { best = v; tu.tuned_rr_c = c; tu.tuned_rr_t = thr; }
+        if (v < best) { best = v; tuned.tuned_rr_c = c; tuned.tuned_rr_t = thr; }
       }
     for (int round = 0; round < 2; ++round) {
-      tu.tuned_rr_c = minimise_log([&](double c) { return f(c, tu.tuned_rr_t); }, tu.tuned_rr_c / 2, tu.tuned_rr_c * 2, 8);
-      tu.tuned_rr_t = minimise_log([&](double thr) { return f(tu.tuned_rr_c, thr); }, tu.tuned_rr_t / 2, tu.tuned_rr_t * 2, 8);
+      tuned.tuned_rr_c = minimise_log([&](double c) { return f(c, tuned.tuned_rr_t); }, tuned.tuned_rr_c / 2, tuned.tuned_rr_c * 2, 8);
+      tuned.tuned_rr_t = minimise_log([&](double thr) { return f(tuned.tuned_rr_c, thr); }, tuned.tuned_rr_t / 2, tuned.tuned_rr_t * 2, 8);
     }
   }
   for (int K = 1; K <= p.layers; ++K) {
-    tu.gd_eta.push_back(minimise_log(
+    tuned.gd_eta.push_back(minimise_log(
         [&](double eta) { return loss_of(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
         1e-6, 10.0));
-    tu.pgd_eta.push_back(!whitened_inputs ? tu.gd_eta.back() : minimise_log(
+    tuned.pgd_eta.push_back(!whitened_inputs ? tuned.gd_eta.back() : minimise_log(
         [&](double eta) { return loss_of(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
         1e-6, 10.0));
   }
-  return tu;
+  return tuned;
 }
 
 // ---- the transformer and the GD / GD++ constructions, through the lane model -----------------------
@@ -218,7 +218,7 @@ Weights<T> gdpp_weights(int d, int n, const std::vector<double>& eta, const std:
 }
 
 template <class T>
-struct Run {
+struct Readouts {   // a model run over a task set: every layer's readout and the final one's input sensitivity
   int layers = 0, d = 0;
   std::vector<double> yhat;   // B x layers (readouts)
   std::vector<double> sens;   // B x d: d yhat_L / d x_query
@@ -230,12 +230,12 @@ struct Run {
 };
 
 template <class T>
-Run<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens) {
+Readouts<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens) {
   const int L = w.shape.layers, V = kLanes<T>, N = set.n + 1;
   LaneModel<T> model(w.shape);
   model.set_weights(w.P.data(), w.Q.data());
   LaneVec<T> yhat(L);
-  Run<T> r;
+  Readouts<T> r;
   r.layers = L;
   r.d = set.d;
   r.yhat.resize(static_cast<size_t>(set.B) * L);
@@ -268,7 +268,7 @@ struct Alignment {
 };
 
 template <class T>
-Alignment align(const Run<T>& a, const Run<T>& b) {
+Alignment align(const Readouts<T>& a, const Readouts<T>& b) {
   Alignment al;
   const std::vector<double> ya = a.final(), yb = b.final();
   const size_t B = ya.size();
@@ -290,10 +290,10 @@ Alignment align(const Run<T>& a, const Run<T>& b) {
 }
 
 template <class T>
-TaskBatch<T> draw(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, int B) {
+TaskBatch<T> draw(const TaskLaw& law, uint64_t seed, Draw which, int B) {
   TaskBatch<T> b;
   b.resize(B, law.d, law.n);
-  sample_tasks(law, seed, stream, block, b);
+  sample_tasks(law, seed, which.stream, which.block, b);
   return b;
 }
 
@@ -352,11 +352,11 @@ struct Tuning {
 template <class T>
 Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& out) {
   Tuning t;
-  const TaskBatch<T> tune = draw<T>(law, p.seed, Stream::tune, 0, kTuneTasks);   // in the point's precision
+  const TaskBatch<T> tune = draw<T>(law, p.seed, draws::tune_closed_form, kTuneTasks);   // in the point's precision
   t.closed_form = tune_baselines(p, law, task_set(tune, bases), bases.Wi.size() > 0);
   const Tuned& cf = t.closed_form;
-  const TaskBatch<double> tune_model = draw<double>(law, p.seed, Stream::tune, 1, kTuneModelTasks),
-                          validation = draw<double>(law, p.seed, Stream::tune, 2, kGdppValidationTasks);
+  const TaskBatch<double> tune_model = draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks),
+                          validation = draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks);
   auto& S = out.series;
   for (int K = 1; K <= p.layers; ++K) {   // a K-step method is compared with the K-th readout
     t.tied_K.push_back(tune_gdpp_tied(tune_model, K, cf.gd_eta[K - 1]));
@@ -402,7 +402,7 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   const int L = p.layers, d = p.d;
   const Tuned& cf = t.closed_form;
   auto& M = out.metrics;
-  const Run<T> run_tf = run_model(m.tf, eval_set, true), run_gd = run_model(m.gd, eval_set, true),
+  const Readouts<T> run_tf = run_model(m.tf, eval_set, true), run_gd = run_model(m.gd, eval_set, true),
                run_gdpp = run_model(m.gdpp, eval_set, true);
   const std::vector<double> y = labels(eval_set);
   const TaskSet es = task_set(eval_set, bases);
@@ -460,7 +460,7 @@ void noise_levels(const Point& p, const TaskLaw& law, const Bases& bases, const 
     TaskLaw lk = law;
     lk.noise = NoiseKind::fixed;
     lk.noise_sigma = {levels[k]};
-    const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 100 + k, kNoiseTasks);
+    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::noise_level(k), kNoiseTasks);
     const std::vector<double> yk = labels(set);
     const Losses lb = baseline_losses(p, task_set(set, bases), t.closed_form, false);
     auto push = [&](const std::string& name, double v) {
@@ -483,7 +483,7 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
   for (size_t k = 0; k < alphas.size(); ++k) {
     TaskLaw lk = law;
     lk.x_scale = alphas[k];
-    const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 200 + k, kOodTasks);
+    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_alpha(k), kOodTasks);
     const std::vector<double> yk = labels(set);
     S["ood_alpha_loss_tf"].push_back(mse(run_model(m.tf, set, false).final(), yk));
     S["ood_alpha_loss_gd"].push_back(mse(run_model(m.gd, set, false).final(), yk));
@@ -494,7 +494,7 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
   for (size_t k = 0; k < lengths.size(); ++k) {
     TaskLaw lk = law;
     lk.n = static_cast<int>(lengths[k]);
-    const TaskBatch<T> set = draw<T>(lk, p.seed, Stream::analysis, 300 + k, kOodTasks);
+    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_context(k), kOodTasks);
     const std::vector<double> yk = labels(set);
     Models<T> mk = m;
     mk.tf.shape.n = mk.gd.shape.n = mk.gdpp.shape.n = lk.n;
@@ -546,7 +546,7 @@ Analysis analyse_typed(const Point& p, const Trained& trained) {
   const Bases bases = make_bases(law);
   const Tuning t = tune<T>(p, law, bases, out);
   const Models<T> m = models<T>(p, trained.theta, t);
-  evaluation_set(p, bases, t, m, draw<T>(law, p.seed, Stream::eval, 0, p.eval_tasks), out);   // training's set
+  evaluation_set(p, bases, t, m, draw<T>(law, p.seed, draws::eval_set, p.eval_tasks), out);   // training's set
   noise_levels(p, law, bases, t, m, out);
   out_of_distribution(p, law, m, out);
   learned_weights(p, law, trained, out);

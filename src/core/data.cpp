@@ -5,7 +5,7 @@
 //    normals d..d+(n+1)d-1   -> g_x,  x_i = Sigma_half g_x,i      (gaussian; sphere: g/|g|)
 //    next n normals          -> eps,  y_i = <w, x_i> + sigma eps_i (context only; the query is noiseless)
 //  and uniforms 2mp (sigma), 2mp+1.. (uniform inputs) of k_t.  Gamma radii use the keys
-//  rng_key(k_t, Stream::init..) of their own, by rejection (Marsaglia-Tsang).
+//  rng_key(k_t, kGammaNormals..) of their own (rng.hpp), by rejection (Marsaglia-Tsang).
 #include "icl/core/data.hpp"
 
 #include <algorithm>
@@ -34,7 +34,7 @@ Eigen::MatrixXd random_rotation(int d, uint64_t key) {
 
 // Gamma(k, scale) by Marsaglia-Tsang; k < 1 via Gamma(k+1) U^(1/k).
 double gamma_draw(uint64_t key, double k, double scale) {
-  const uint64_t kn = rng_key(key, Stream::init), ku = rng_key(key, Stream::train);
+  const uint64_t kn = rng_key(key, kGammaNormals), ku = rng_key(key, kGammaUniforms);
   uint64_t in = 0, iu = 0;
   double boost = 1.0;
   if (k < 1.0) {
@@ -177,7 +177,7 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
             radius[v] = T(1) / std::sqrt(norm2[v]);
             if (law.x_dist == XDist::gamma)
               radius[v] *= static_cast<T>(
-                  std::sqrt(gamma_draw(rng_key(keys[v], Stream::eval, j), law.x_param, gamma_scale(law.x_param))));
+                  std::sqrt(gamma_draw(rng_key(keys[v], kGammaRadius, j), law.x_param, gamma_scale(law.x_param))));
           }
           for (int i = 0; i < d; ++i) Z[i * N + j] = g[j * d + i] * radius;
         }

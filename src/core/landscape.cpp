@@ -60,13 +60,14 @@ Landscape::Landscape(const Point& p) : p_(p), obj_(p) {
   if (!on()) return;
   const TaskLaw law = make_task_law(p);
   fixed_.resize(p.hessian_tasks, p.d, p.n);
-  sample_tasks(law, kFixedSeed, Stream::analysis, 700, fixed_);
+  sample_tasks(law, kFixedSeed, draws::landscape_fixed.stream, draws::landscape_fixed.block, fixed_);
   full_.resize(std::min(kFullBatches * p.batch, kFullMax), p.d, p.n);
-  sample_tasks(law, p.seed, Stream::analysis, 500, full_);
+  sample_tasks(law, p.seed, draws::landscape_full.stream, draws::landscape_full.block, full_);
   batches_.resize(kNoiseBatches);
   for (int k = 0; k < kNoiseBatches; ++k) {
     batches_[k].resize(p.batch, p.d, p.n);
-    sample_tasks(law, p.seed, Stream::analysis, 600 + k, batches_[k]);
+    const Draw batch = draws::landscape_batch(k);
+    sample_tasks(law, p.seed, batch.stream, batch.block, batches_[k]);
   }
 }
 

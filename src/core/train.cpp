@@ -34,7 +34,7 @@ class TrainingRun {
         opt_(opt_init(objective_.layout().size())), g_(objective_.layout().size()), layer_loss_(p.layers) {
     batch_.resize(p.batch, p.d, p.n);
     eval_set_.resize(p.eval_tasks, p.d, p.n);
-    sample_tasks(law_, p.seed, Stream::eval, 0, eval_set_);
+    sample_tasks(law_, p.seed, draws::eval_set.stream, draws::eval_set.block, eval_set_);
     r_.flops_per_step = model_flops_per_task(model_shape(p)) * p.batch;
     const size_t records = static_cast<size_t>(p.steps / p.eval_every + 2);
     r_.curve_step.reserve(records);
@@ -62,7 +62,10 @@ class TrainingRun {
   // One optimiser step; false when the loss or gradient is not finite (the point diverged).
   bool step(int64_t s) {
     auto t_step = Clock::now();
-    if (s % p_.refresh == 0) sample_tasks(law_, p_.seed, Stream::train, static_cast<uint64_t>(s / p_.refresh), batch_);
+    if (s % p_.refresh == 0) {
+      const Draw batch = draws::train_batch(s / p_.refresh);
+      sample_tasks(law_, p_.seed, batch.stream, batch.block, batch_);
+    }
     const double loss = objective_.loss_grad(batch_, theta_, &g_);
     const double gnorm = clip_grad(p_, objective_.layout(), g_);
     r_.steps_done = s + 1;

@@ -11,6 +11,32 @@ namespace icl {
 // Independent streams of one point.  Values are part of the on-disk reproducibility contract.
 enum class Stream : uint64_t { init = 1, train = 2, eval = 3, rotation = 4, tune = 5, analysis = 6 };
 
+// Every seeded set of one point: its stream and block (the `a` of rng_key), in one table.  The numbers
+// are part of the reproducibility contract; a new set takes a new block here, never a reused one.
+//   theta_0                          rng_key(seed, init)                        params.cpp
+//   point seeds                      rng_key(sweep_seed, init, point or replica) grid.cpp
+//   covariance rotation U            rng_key(seed, rotation)                    data.cpp
+struct Draw {
+  Stream stream;
+  uint64_t block;
+};
+namespace draws {
+inline Draw train_batch(int64_t refresh_index) { return {Stream::train, static_cast<uint64_t>(refresh_index)}; }
+constexpr Draw eval_set{Stream::eval, 0};            // the final test loss and the analyses' main set
+constexpr Draw tune_closed_form{Stream::tune, 0};    // rates and lambdas of the closed-form baselines
+constexpr Draw tune_gdpp{Stream::tune, 1};           // GD++ tuning (double)
+constexpr Draw validate_gdpp{Stream::tune, 2};       // GD++ selection among local optima
+inline Draw noise_level(int k) { return {Stream::analysis, 100 + static_cast<uint64_t>(k)}; }
+inline Draw ood_alpha(int k) { return {Stream::analysis, 200 + static_cast<uint64_t>(k)}; }
+inline Draw ood_context(int k) { return {Stream::analysis, 300 + static_cast<uint64_t>(k)}; }
+constexpr Draw landscape_full{Stream::analysis, 500};     // the full-batch gradient of the noise measurement
+inline Draw landscape_batch(int k) { return {Stream::analysis, 600 + static_cast<uint64_t>(k)}; }
+constexpr Draw landscape_fixed{Stream::analysis, 700};    // drawn with kFixedSeed (landscape.hpp): one set for every point
+}  // namespace draws
+
+// Sub-streams of one task's key (data.cpp): labels reusing the Stream values, not the point's streams.
+constexpr Stream kGammaNormals = Stream::init, kGammaUniforms = Stream::train, kGammaRadius = Stream::eval;
+
 inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
