@@ -1,6 +1,11 @@
-// The task laws of science.md section 1, checked by their moments on large seeded samples.
+// The task laws of science.md section 1, checked by their moments on large seeded samples, and the
+// vectorised sampler checked bitwise against the scalar transcription of its contract (data_ref.hpp).
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <sstream>
+
+#include "data_ref.hpp"
 #include "icl/core/rng.hpp"
 #include "test_util.hpp"
 
@@ -114,6 +119,94 @@ TEST(Data, GammaInputsFollowTheA24Law) {
   }
   const Moments m = moments(make_point({{"d", "5"}, {"n", "20"}, {"x_dist", "gamma:2.5"}, {"precision", "float64"}}), 20000);
   EXPECT_LT((m.x_cov - Eigen::MatrixXd::Identity(5, 5)).cwiseAbs().maxCoeff(), 0.02);   // x ~ N(0, I)
+}
+
+template <class T>
+bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
+
+// "" when `batch` holds exactly the reference's tasks (every bit, padding lanes zero), else the first difference.
+template <class T>
+std::string bitwise_difference(const TaskBatch<T>& batch, const std::vector<test::RefTask<T>>& ref) {
+  const int d = batch.d, N = batch.n + 1, V = kLanes<T>;
+  std::ostringstream why;
+  why.precision(17);
+  auto differ = [&](const char* what, int t, int index, double got, double want) {
+    why << what << " of task " << t << " [" << index << "]: sample_tasks " << got << ", reference " << want;
+    return why.str();
+  };
+  for (int t = 0; t < batch.chunks * V; ++t) {
+    const bool live = t < batch.B;
+    const Lane<T>* Z = batch.chunk_Z(t / V);
+    for (int x = 0; x < (d + 1) * N; ++x) {
+      const T want = live ? ref[t].Z[x] : T(0);
+      if (!same_bits(Z[x][t % V], want)) return differ("Z", t, x, Z[x][t % V], want);
+    }
+    const T y = batch.y[t / V][t % V], y_want = live ? ref[t].y_query : T(0);
+    if (!same_bits(y, y_want)) return differ("y", t, 0, y, y_want);
+    const T mask = batch.mask[t / V][t % V];
+    if (!same_bits(mask, live ? T(1) : T(0))) return differ("mask", t, 0, mask, live);
+    if (!live) continue;
+    if (!same_bits(batch.sigma[t], ref[t].sigma)) return differ("sigma", t, 0, batch.sigma[t], ref[t].sigma);
+    for (int i = 0; i < d; ++i) {
+      const double w = batch.w[static_cast<size_t>(t) * d + i];
+      if (!same_bits(w, ref[t].w[i])) return differ("w", t, i, w, ref[t].w[i]);
+    }
+  }
+  return "";
+}
+
+std::string spectrum(int d) {
+  std::string s;
+  for (int i = 0; i < d; ++i) s += (i ? "," : "") + std::to_string(0.25 + 0.75 * i);
+  return s;
+}
+
+// Every input law, covariance, w prior, noise law and out-of-distribution scale of the option table,
+// float and double, batch sizes that leave a chunk partly padded, odd and even normal counts, several
+// seeds and draws: sample_tasks equals the reference bit for bit.
+TEST(Data, SampleTasksMatchesTheScalarReferenceBitwise) {
+  struct Shape { int d, n; };                      // m = d + (n+1) d + n normals: 3, 19, 22, 43
+  struct Input { std::string x_dist, cov; };
+  struct DrawOf { uint64_t seed; Stream stream; uint64_t block; };
+  const std::vector<DrawOf> draw_keys = {{0, Stream::train, 7}, {1, Stream::eval, 0}, {987654321, Stream::analysis, 301}};
+  int cases = 0, checked = 0;
+  for (const Shape sh : {Shape{1, 1}, Shape{2, 5}, Shape{3, 4}, Shape{4, 7}}) {
+    const std::vector<Input> inputs = {{"gaussian", "identity"}, {"gaussian", "diag:" + spectrum(sh.d)},
+                                       {"gaussian", "rotated:" + spectrum(sh.d)}, {"uniform:0.7", "identity"},
+                                       {"sphere", "identity"}, {"gamma:0.1", "identity"}, {"gamma:2.5", "identity"}};
+    for (const Input& in : inputs)
+      for (const char* w_prior : {"identity", "inverse_cov"})
+        for (const char* noise : {"none", "fixed:0.3", "uniform:0.8", "set:0.1,0.5,2"})
+          for (const DrawOf& dr : draw_keys) {
+            const Point p = test::make_point({{"d", std::to_string(sh.d)}, {"n", std::to_string(sh.n)},
+                                              {"x_dist", in.x_dist}, {"cov", in.cov}, {"w_prior", w_prior},
+                                              {"noise", noise}, {"seed", std::to_string(dr.seed)}});
+            for (const double x_scale : {1.0, 2.5}) {
+              TaskLaw law = make_task_law(p);
+              law.x_scale = x_scale;
+              ++cases;
+              for (const int B : {1, 3, 17}) {
+                const std::string where = "d=" + std::to_string(sh.d) + " n=" + std::to_string(sh.n) + " x_dist=" +
+                                          in.x_dist + " cov=" + in.cov + " w_prior=" + w_prior + " noise=" + noise +
+                                          " seed=" + std::to_string(dr.seed) + " x_scale=" + std::to_string(x_scale) +
+                                          " B=" + std::to_string(B);
+                TaskBatch<float> bf;
+                bf.resize(B, sh.d, sh.n);
+                sample_tasks(law, dr.seed, dr.stream, dr.block, bf);
+                ASSERT_EQ(bitwise_difference(bf, test::sample_tasks_ref<float>(law, dr.seed, dr.stream, dr.block, B)), "")
+                    << "float " << where;
+                TaskBatch<double> bd;
+                bd.resize(B, sh.d, sh.n);
+                sample_tasks(law, dr.seed, dr.stream, dr.block, bd);
+                ASSERT_EQ(bitwise_difference(bd, test::sample_tasks_ref<double>(law, dr.seed, dr.stream, dr.block, B)), "")
+                    << "double " << where;
+                checked += 2;
+              }
+            }
+          }
+  }
+  EXPECT_EQ(cases, 4 * 7 * 2 * 4 * 3 * 2);
+  EXPECT_EQ(checked, cases * 3 * 2);
 }
 
 TEST(Rng, NormalMomentsAndIndependenceOfStreams) {

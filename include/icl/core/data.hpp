@@ -46,6 +46,35 @@ struct TaskBatch {
 };
 
 // Draws batch.B tasks of `law` with keys rng_key(seed, stream, block, t), t = 0..B-1.
+//
+// Reproducibility contract (bitwise; tests/data_ref.hpp transcribes it in scalar loops and test_data.cpp
+// holds the vectorised code to it).  Task t has key k = rng_key(seed, stream, block, t); with N = n+1
+// tokens (token n is the query) it uses m = d + N d + n normals from mp = ceil(m/2) Box-Muller pairs:
+//  1. Pair q: double: u1 = rng_uniform(k, 2q), u2 = rng_uniform(k, 2q+1); float: b = rng_bits(k, q),
+//     u1 = ((b >> 40) + 0.5) 2^-24, u2 = (((b >> 8) & 0xffffff) + 0.5) 2^-24.  In T: r = sqrt(-2 log u1),
+//     theta = T(2 pi) u2, normal q = r cos theta, normal mp+q = r sin theta.  log, sqrt, cos and sin are
+//     Eigen's array functions at width kLanes<T> (vectorised kernels, EIGEN_FAST_MATH's sqrt among them:
+//     not libm's in the last bits), so these normals are not rng_normal's, whose order (cos, sin
+//     interleaved) differs as well.
+//  2. w (T): w_i = normal i, or sum_k T(w_half(i,k)) normal k when w_half is set.
+//  3. x_j (T), coordinate i of token j = 0..n, from g_ji = normal d + j d + i:
+//       gaussian  g_ji, or sum_k T(Sigma_half(i,k)) g_jk when Sigma_half is set
+//       uniform   T(a (2 rng_uniform(k, 2mp + 1 + j d + i) - 1)),  a = x_param
+//       sphere    g_ji * (T(1) / std::sqrt(sum_i g_ji^2))
+//       gamma     as sphere with the radius times T(sqrt(G_j)), G_j ~ Gamma(shape a, scale sqrt(10/a)) in
+//                 double (libm) by Marsaglia-Tsang from kj = rng_key(k, kGammaRadius, j): normals
+//                 rng_normal(rng_key(kj, kGammaNormals), 0, 1, ..) and uniforms rng_uniform(rng_key(kj,
+//                 kGammaUniforms), 0, 1, ..); for a < 1 uniform 0 gives the boost U^(1/a) and a += 1; then
+//                 dd = a - 1/3, c = 1/sqrt(9 dd), repeat { z = next normal, v = 1 + c z, skip if v <= 0,
+//                 v = v^3, u = next uniform } until log u < z^2/2 + dd - dd v + dd log v; G = scale dd v boost.
+//     then, when x_scale != 1, every x_ji *= T(x_scale).
+//  4. sigma (double) from us = rng_uniform(k, 2mp): none 0, fixed s_0, uniform s_0 us,
+//     set s[min(size-1, floor(us size))].
+//  5. Labels (T): l_j = sum_i w_i x_ji; context y_j = l_j + T(sigma) eps_j with eps_j = normal d + N d + j;
+//     the query's l_n is batch.y, and Z(d, n) = 0.
+// Sums run in the order written, from 0, in T, and every a b + c of steps 2, 3 and 5 is one fused
+// multiply-add when the target has FMA (-ffp-contract=fast, -march: recorded build flags).  batch.w
+// holds w converted to double; padding lanes are all zero.
 template <class T>
 void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, TaskBatch<T>& batch);
 
