@@ -1,4 +1,4 @@
-// Baselines and analyses against closed forms, paper values and planted answers (science.md sections 4-6).
+// Baselines and analyses against closed forms, paper values and planted answers (docs/science.md sections 4-6).
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The task laws of science.md section 1, checked by their moments on large seeded samples, and the
+// The task laws of docs/science.md section 1, checked by their moments on large seeded samples, and the
 // vectorised sampler checked bitwise against the scalar transcription of its contract (data_ref.hpp).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// The parameterisations build exactly the P, Q of science.md section 2, tying repeats one block, and the
+// The parameterisations build exactly the P, Q of docs/science.md section 2, tying repeats one block, and the
 // initialisations follow their laws.
 #include <gtest/gtest.h>
 

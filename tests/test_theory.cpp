@@ -1,4 +1,4 @@
-// The model against closed-form theory (science.md section 6).
+// The model against closed-form theory (docs/science.md section 6).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -28,7 +28,7 @@ std::vector<double> lane_predictions(const Point& p, const TaskBatch<double>& ba
   return out;
 }
 
-// science.md section 2: Q = diag(I_d, 0), P = [[0,0],[0,-eta]], c = 1 is one step of gradient descent on
+// docs/science.md section 2: Q = diag(I_d, 0), P = [[0,0],[0,-eta]], c = 1 is one step of gradient descent on
 // 1/2 sum_i (<w, x_i> - y_i)^2 from w = 0 with rate eta; K such layers are K steps.
 TEST(ExactConstruction, KLayersReproduceKStepsOfGradientDescent) {
   for (int K = 1; K <= 4; ++K) {

@@ -1,4 +1,4 @@
-// Task sampling (science.md section 1).
+// Task sampling (docs/science.md section 1).
 //  Per task t the key k_t = rng_key(seed, stream, block, t) gives m = d + (n+1) d + n normals from
 //  mp = ceil(m/2) Box-Muller pairs (pair q: cosine = normal q, sine = normal mp + q; see box_muller_lanes):
 //    normals 0..d-1          -> g_w,  w = w_half g_w             (w ~ N(0, I) or N(0, Sigma^-1))

@@ -1,4 +1,4 @@
-// The training loop of one grid point (science.md section 3):
+// The training loop of one grid point (docs/science.md section 3):
 //   draw a batch (every `refresh` steps)  ->  expand theta to P, Q  ->  per chunk of V tasks:
 //   forward, loss, backward  ->  reduce gradients  ->  clip  ->  optimiser step at lr_at(step)
 //   and every eval_every steps an evaluation on a fixed, seeded set of eval_tasks tasks.

@@ -1,12 +1,12 @@
 #pragma once
-// What a trained point learned, measured on its own evaluation tasks (science.md sections 4-5):
+// What a trained point learned, measured on its own evaluation tasks (docs/science.md sections 4-5):
 // analyse(point, trained) -> Analysis (result.hpp), scalars in metrics and vectors in series, every
 // name documented in the registry (metrics.hpp); all losses are plain MSE.
 //
 // Reference algorithms are evaluated two ways, and agree where both apply: the ridge family, OLS, the
 // Bayes predictor and K-step (preconditioned) GD by their closed forms on each task's spectrum
 // (baselines.hpp); L-step GD and GD++ also as the transformer itself with constructed weights
-// (science.md section 2: P corner -eta, Q block I; GD++: x <- (I - gamma S) x, y <- y - eta <alpha, x>),
+// (docs/science.md section 2: P corner -eta, Q block I; GD++: x <- (I - gamma S) x, y <- y - eta <alpha, x>),
 // which gives their readouts per step, their sensitivities d yhat / d x_query and their
 // out-of-distribution curves through the same code as the trained model.
 // Tuning (ConstRR's lambda, TunedRR's (c, t), GD's eta per K, GD++'s (eta, gamma) per step) uses a

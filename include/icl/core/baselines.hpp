@@ -1,5 +1,5 @@
 #pragma once
-// Closed-form predictors on one task's context (science.md section 4), from one eigendecomposition.
+// Closed-form predictors on one task's context (docs/science.md section 4), from one eigendecomposition.
 // With X the d x n context inputs (in some basis, see below), X X^T = U diag(s) U^T, b = U^T X y and
 // z = U^T x_q:
 //   ridge(lambda)          yhat = sum_i z_i b_i / (s_i + lambda)          (lambda -> 0: minimum-norm OLS)
@@ -30,7 +30,7 @@ TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, c
 double predict_ridge(const TaskSpectrum& t, double lambda);
 double predict_ols(const TaskSpectrum& t);   // minimum norm (pseudo-inverse) when n < d
 double predict_gd(const TaskSpectrum& t, double eta, int K);
-// AdaRR's noise estimate RSS_OLS / (n - d) (science.md section 4); requires n > d.
+// AdaRR's noise estimate RSS_OLS / (n - d) (docs/science.md section 4); requires n > d.
 double noise_estimate(const TaskSpectrum& t);
 // Posterior-weighted ridge over the support `sigma` with prior weights `weight` (same length).
 double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, const std::vector<double>& weight);

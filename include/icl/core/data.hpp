@@ -1,5 +1,5 @@
 #pragma once
-// In-context linear regression tasks (science.md section 1), drawn in the batched lane layout.
+// In-context linear regression tasks (docs/science.md section 1), drawn in the batched lane layout.
 // Task t of a draw uses only rng_key(seed, stream, block, t): a batch's content does not depend on how
 // it is split into chunks, on the rank, or on the order of draws.
 #include "icl/core/eigen.hpp"

@@ -1,6 +1,6 @@
 #pragma once
 // GD++ ([VO23] App. A.10) tuned to a stationary point of its MSE on a tuning set.
-// K steps of GD++ from w = 0 are the gdpp transformer with c = 1, q_x = 1 (science.md section 2):
+// K steps of GD++ from w = 0 are the gdpp transformer with c = 1, q_x = 1 (docs/science.md section 2):
 //   x_j <- x_j - gamma_l S x_j,   y_j <- y_j - eta_l <alpha, x_j>,   S = sum_i x_i x_i^T, alpha = sum_i y_i x_i
 // over the context i = 1..n, every token j updated, yhat = -y_query after K steps.
 //   per step:  (eta_l, gamma_l) for l = 1..K, 2K numbers

@@ -9,7 +9,7 @@
 
 namespace icl {
 
-// A predictor the analyses evaluate: the trained model or a reference algorithm (science.md sections 4-5).
+// A predictor the analyses evaluate: the trained model or a reference algorithm (docs/science.md sections 4-5).
 struct Method {
   const char* key;     // as in loss_<key>, adjusted_<key>, noise_loss_<key>, ...
   const char* label;   // legend label

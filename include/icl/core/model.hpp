@@ -1,5 +1,5 @@
 #pragma once
-// The linear transformer of science.md section 2, batched over V = kLanes<T> tasks ("a chunk"):
+// The linear transformer of docs/science.md section 2, batched over V = kLanes<T> tasks ("a chunk"):
 //   Z_{l+1} = Z_l + c * sum_h P_{l,h} Z_l M Z_l^T Q_{l,h} Z_l,   M = diag(1,..,1,0)      (linear)
 //   Z_{l+1} = Z_l + sum_h P_{l,h} Z_l^ctx softmax_ctx((Z_l^ctx)^T Q_{l,h} Z_l)          (softmax)
 //   Z_{l+1} <- clip(Z_{l+1}, -a, a) entrywise when act_clip a > 0 ([VO23]'s code, deep models)

@@ -1,6 +1,6 @@
 #pragma once
 // The training objective of one point as a function of the flat parameters theta:
-//   loss(theta) = mean over the batch's tasks of (yhat_L - y_query)^2   (plain MSE, science.md section 3)
+//   loss(theta) = mean over the batch's tasks of (yhat_L - y_query)^2   (plain MSE, docs/science.md section 3)
 // with its exact gradient.  Owns the model and every buffer, sized once: calls allocate nothing.
 // Used by the training loop, the gradient checks and the landscape analyses alike.
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// Optimisers, gradient clipping and learning-rate schedules (science.md section 3), on the flat
+// Optimisers, gradient clipping and learning-rate schedules (docs/science.md section 3), on the flat
 // parameter vector.  Master weights and optimiser state are double (a few thousand numbers at most);
 // the model itself computes in the point's precision.
 #include <cstdint>

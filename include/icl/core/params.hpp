@@ -1,7 +1,7 @@
 #pragma once
 // The trainable parameters: one flat vector theta with named views (the optimiser, clipping, the HDF5
 // dump and the gradient check are then one loop).  `expand` maps theta to the full per-layer, per-head
-// P and Q of model.hpp (science.md section 2); `collapse` is its chain rule.
+// P and Q of model.hpp (docs/science.md section 2); `collapse` is its chain rule.
 //   full:      P, Q            (D x D each)
 //   sparse_a:  A  (d x d)      P = [[0,0],[0,1]],  Q = [[A,0],[0,0]]           [A23] eq. 8
 //   sparse_ab: A, B (d x d)    P = [[B,0],[0,1]],  Q = [[A,0],[0,0]]           [A23] eq. 11

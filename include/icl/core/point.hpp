@@ -1,14 +1,14 @@
 #pragma once
 // A grid point: every setting that determines one training run.  Plain data; `run_point` maps it to a
 // Result and nothing else influences that result (see train.hpp).  Option names and value syntax live in
-// options.hpp; the paper conventions behind each field are in ../shared/science.md.
+// options.hpp; the paper conventions behind each field are in docs/science.md.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 namespace icl {
 
-enum class Param { full, sparse_a, sparse_ab, diag, gdpp };   // science.md section 2
+enum class Param { full, sparse_a, sparse_ab, diag, gdpp };   // docs/science.md section 2
 enum class Attention { linear, softmax };
 enum class Norm { inv_n, one };                               // c = 1/n ([A23],[A24]) or c = 1 ([VO23],[V24])
 enum class XDist { gaussian, uniform, sphere, gamma };
@@ -22,7 +22,7 @@ enum class Init { normal, vs_truncated };
 enum class Precision { f32, f64 };
 
 struct Point {
-  // task (science.md section 1)
+  // task (docs/science.md section 1)
   int d = 5;                          // input dimension
   int n = 20;                         // context length; the query is token n+1
   XDist x_dist = XDist::gaussian;
@@ -61,7 +61,7 @@ struct Point {
   double diverge_factor = 1e4;       // an evaluation loss above this x the initial one is divergence (0 = off)
   uint64_t seed = 0;
   Precision precision = Precision::f32;
-  // analysis (science.md sections 4-5)
+  // analysis (docs/science.md sections 4-5)
   bool analysis = true;               // baselines, alignment, preconditioners, OOD curves on the eval set
   double ridge_lambda = 1.0;          // the fixed-lambda ridge baseline
   std::vector<int64_t> landscape;     // [A24] landscape measurements at these steps (empty = off) ...

@@ -1,5 +1,5 @@
 #pragma once
-// Training of one grid point (science.md section 3): train(point) -> Trained.  Pure and deterministic:
+// Training of one grid point (docs/science.md section 3): train(point) -> Trained.  Pure and deterministic:
 // no I/O, no MPI, no clocks in anything but the timing fields.  A run that diverges is returned as data
 // (status + message); an exception means the point failed (run_point.hpp records it).
 #include <atomic>

@@ -111,5 +111,5 @@ def v24_scalars(r):
         ax.grid(alpha=0.3)
     r.figure(plot.save(fig, r.outdir, "v24_scalars.png", "[V24] per-layer scalars"), "[V24] per-layer scalars",
              "x_i <- x_i + w_xx S x_i + w_xy y_i alpha; y_i <- y_i + w_yx <alpha, x_i> + w_yy lambda y_i "
-             "(science.md 2); diag and gdpp weights exactly, full weights projected; deepest models, mean "
+             "(docs/science.md 2); diag and gdpp weights exactly, full weights projected; deepest models, mean "
              "over replicas.", "weights")
