@@ -4,8 +4,8 @@
 //            take OUT.h5's finished rows into the logs) and writes the plan.
 //   loop:    every rank takes the next point of the longest-first order from a shared counter, skips
 //            it if it finished in an earlier run (rank 0 read the logs and broadcast the set), trains it
-//            and appends it to its own log; rank 0's monitor thread prints progress and re-merges the
-//            logs into OUT.h5 every --merge-every seconds, so a running sweep can be reported.
+//            and appends it to its own log; rank 0's monitor thread (sweep_monitor.hpp) prints progress
+//            and re-merges the logs into OUT.h5 every --merge-every seconds, so a running sweep can be reported.
 //   epilog:  rank 0 merges the logs into OUT.h5 (complete, or incomplete after a signal).
 // Durability: a finished point is appended, as one self-checking record, to its rank's log in
 // OUT.h5.points/ at once, so kill -9 loses only the points in flight (a torn last record is detected and
@@ -20,14 +20,14 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <ctime>
 #include <functional>
 #include <iostream>
+#include <memory>
 #include <sstream>
-#include <thread>
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
+#include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/core/options.hpp"
 #include "icl/core/run_point.hpp"
@@ -131,17 +131,19 @@ struct InjectedFaults : StageHook {
   }
 };
 
-}  // namespace
+constexpr int kContinue = -1;   // a prolog step's "no exit yet"
 
-int run_main(int argc, char** argv) {
-  par::init(&argc, &argv);
-  const bool root = par::rank() == 0;
-  auto finish = [](int code) {
-    par::finalize();
-    return code;
-  };
+// The command line: the run's own options, then every option of the table and the spec's keys as
+// overrides of the spec.
+struct RunArgs {
+  std::string spec_path, out;
+  std::vector<std::pair<std::string, std::vector<std::string>>> overrides;   // option -> values
+  bool dry_run = false, quiet = false;
+  double progress_every = 0, merge_every = 0;   // seconds; 0 = never
+  OutputOptions output;
+};
 
-  po::options_description desc("icl-sweep run [SPEC] -o OUT.h5: train every point of a sweep over MPI ranks\n\nOptions");
+void add_run_options(po::options_description& desc) {
   desc.add_options()("help,h", "print this help")("spec", po::value<std::string>(), "the sweep spec (default: jobs/presets/quickstart.ini)")(
       "output,o", po::value<std::string>(), "the sweep's HDF5 file (default: the spec's name with .h5)")(
       "resume", po::bool_switch(), "continue the sweep in OUTPUT: recompute nothing that finished")(
@@ -161,6 +163,13 @@ int run_main(int argc, char** argv) {
       "shared by every combination (overrides the spec)")(
       "max_point_memory", po::value<std::vector<std::string>>(), "refuse points whose estimated memory exceeds this "
       "(e.g. 8G; off = no limit; default: this machine's memory / the ranks on this node; overrides the spec)");
+}
+
+// kContinue, or the exit code (usage errors and --help printed by rank 0).
+int parse_run_args(int argc, char** argv, RunArgs* args) {
+  const bool root = par::rank() == 0;
+  po::options_description desc("icl-sweep run [SPEC] -o OUT.h5: train every point of a sweep over MPI ranks\n\nOptions");
+  add_run_options(desc);
   po::positional_options_description pos;
   pos.add("spec", 1);
   po::variables_map vm;
@@ -169,193 +178,190 @@ int run_main(int argc, char** argv) {
     po::notify(vm);
   } catch (const po::error& e) {
     if (root) std::cerr << "icl-sweep run: " << e.what() << "\n";
-    return finish(kExitUsage);
+    return kExitUsage;
   }
   if (vm.count("help")) {
     if (root) std::cout << desc << "\n";
-    return finish(kExitOk);
+    return kExitOk;
   }
-  const std::string spec_path = vm.count("spec") ? vm["spec"].as<std::string>() : default_spec();
-  std::string out = vm.count("output") ? vm["output"].as<std::string>() : "";
-  if (out.empty()) {
-    std::string stem = spec_path.substr(spec_path.find_last_of('/') + 1);
-    out = stem.substr(0, stem.rfind('.')) + ".h5";
+  args->spec_path = vm.count("spec") ? vm["spec"].as<std::string>() : default_spec();
+  args->out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (args->out.empty()) {
+    std::string stem = args->spec_path.substr(args->spec_path.find_last_of('/') + 1);
+    args->out = stem.substr(0, stem.rfind('.')) + ".h5";
   }
-  std::vector<std::pair<std::string, std::vector<std::string>>> overrides;
   for (const OptionDef& o : option_table())
-    if (vm.count(o.name)) overrides.push_back({o.name, vm[o.name].as<std::vector<std::string>>()});
+    if (vm.count(o.name)) args->overrides.push_back({o.name, vm[o.name].as<std::vector<std::string>>()});
   for (const char* key : {"repeats", "sweep_seed", "seeds", "max_point_memory"})
-    if (vm.count(key)) overrides.push_back({key, vm[key].as<std::vector<std::string>>()});
+    if (vm.count(key)) args->overrides.push_back({key, vm[key].as<std::vector<std::string>>()});
+  args->dry_run = vm["dry-run"].as<bool>();
+  args->quiet = vm["quiet"].as<bool>();
+  args->progress_every = args->quiet ? 0.0 : vm["progress"].as<double>();
+  args->merge_every = vm["merge-every"].as<double>();
+  args->output.resume = vm["resume"].as<bool>();
+  args->output.force = vm["force"].as<bool>();
+  args->output.retry_failed = vm["retry-failed"].as<bool>();
+  args->output.allow_mixed_builds = vm["allow-mixed-builds"].as<bool>();
+  return kContinue;
+}
 
-  // --dry-run never materialises the points (a 10^7-point grid is checked in seconds); every rank agrees
-  // on the outcome, since the default memory limit depends on the node.
-  sweep::Spec spec;
-  sweep::Grid grid;
+// Reads and checks the spec on every rank; kContinue, or the exit code (errors printed, dry run done).
+// --dry-run never materialises the points (a 10^7-point grid is checked in seconds); every rank agrees
+// on the outcome, since the default memory limit depends on the node.
+int load_sweep(const RunArgs& args, sweep::Spec* spec, sweep::Grid* grid) {
+  const bool root = par::rank() == 0;
   sweep::Summary summary;
   std::vector<std::string> errors;
-  const bool dry_run = vm["dry-run"].as<bool>();
-  const bool valid = read_spec(spec_path, overrides, &spec, &errors) &&
-                     (dry_run ? sweep::summarise(spec, &summary, &errors) : sweep::expand(spec, &grid, &errors));
+  const bool valid = read_spec(args.spec_path, args.overrides, spec, &errors) &&
+                     (args.dry_run ? sweep::summarise(*spec, &summary, &errors) : sweep::expand(*spec, grid, &errors));
   const int root_invalid = par::max_int(root && !valid ? 1 : 0);
   if (par::max_int(valid ? 0 : 1) != 0) {
     if (!valid && (root || !root_invalid))
       for (const auto& e : errors)
         std::cerr << "icl-sweep run: " << (root ? "" : "rank " + std::to_string(par::rank()) + ": ") << e << "\n";
-    return finish(kExitUsage);
+    return kExitUsage;
   }
-  if (dry_run) {
-    if (root) print_dry_run(spec, summary);
-    return finish(kExitOk);
+  if (args.dry_run) {
+    if (root) print_dry_run(*spec, summary);
+    return kExitOk;
   }
-  const double merge_every = vm["merge-every"].as<double>();
-  const bool quiet = vm["quiet"].as<bool>();
-  OutputOptions opt;
-  opt.resume = vm["resume"].as<bool>();
-  opt.force = vm["force"].as<bool>();
-  opt.retry_failed = vm["retry-failed"].as<bool>();
-  opt.allow_mixed_builds = vm["allow-mixed-builds"].as<bool>();
-  SweepOutput output(out, grid, spec.text);
-  const std::string started = utc_now();
-  io::Attributes attrs;
-  attrs.text = {{"spec_file", spec_path}, {"started_utc", started}};
-  attrs.integer = {{"rank_count", par::size()}};
+  return kContinue;
+}
 
-  // Prolog: rank 0 prepares the output and writes the plan.
+// The prolog's last step: rank 0 prepares OUT.h5 and writes the plan; every rank learns the outcome and
+// which points earlier runs finished (`finished_before`; rank 0 also counts them in `done_before`).
+int open_output(const RunArgs& args, SweepOutput& output, const io::Attributes& attrs,
+                std::vector<uint8_t>* finished_before, int* done_before) {
   int code = 0;
-  std::vector<uint8_t> finished_before(grid.points.size(), 0);   // points done in earlier runs
-  if (root) {
-    try {
-      code = output.prepare(opt);
-      if (code == 0) {
-        int done = 0;
-        std::vector<std::string> problems;
-        const std::vector<Result> now = output.gather(opt.retry_failed, &done, &problems);
-        for (const std::string& w : problems) std::fprintf(stderr, "icl-sweep: warning: %s: recomputed\n", w.c_str());
-        for (size_t i = 0; i < now.size(); ++i) finished_before[i] = finished(now[i], opt.retry_failed);
-        output.write(now, "running", attrs);
-        if (!quiet)
-          std::printf("icl-sweep: %zu points on %d rank%s, %d already done; results in %s\n", grid.points.size(), par::size(),
-                      par::size() > 1 ? "s" : "", done, out.c_str());
-      }
-    } catch (const io::IoError& e) {
-      std::cerr << "icl-sweep run: I/O error: " << e.what() << "\n";
-      code = kExitFailure;
-    }
+  if (par::rank() == 0) {
+    code = output.begin(args.output, attrs, finished_before, done_before);
+    if (code == 0 && !args.quiet)
+      std::printf("icl-sweep: %zu points on %d rank%s, %d already done; results in %s\n", output.points(), par::size(),
+                  par::size() > 1 ? "s" : "", *done_before, args.out.c_str());
     std::fflush(stdout);
   }
   code = par::max_int(code);
-  if (code != 0) return finish(code);
-  par::broadcast(finished_before);
+  if (code == 0) par::broadcast(*finished_before);
+  return code;
+}
 
+// SIGTERM / SIGUSR1 / SIGINT: stop handing out points, abandon those in flight at their next step.
+void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   for (int s : {SIGTERM, SIGUSR1, SIGINT}) ::sigaction(s, &sa, nullptr);
+}
 
-  // Monitor (rank 0, a thread that only reads the logs and rewrites OUT.h5: it never calls MPI, and
-  // rank 0's main thread does no HDF5 during the loop): progress lines and live merges.
-  std::atomic<bool> loop_over{false};
-  std::thread monitor;
-  const double every = quiet ? 0.0 : vm["progress"].as<double>();
-  if (root && (every > 0 || merge_every > 0)) {
-    monitor = std::thread([&, every] {
-      const auto t0 = std::chrono::steady_clock::now();
-      int at_start = 0;
-      for (uint8_t f : finished_before) at_start += f;
-      auto last_print = t0, last_merge = t0;
-      double merge_gap = merge_every;
-      while (!loop_over.load()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-        const auto now = std::chrono::steady_clock::now();
-        const bool print = every > 0 && std::chrono::duration<double>(now - last_print).count() >= every;
-        const bool merge = merge_every > 0 && std::chrono::duration<double>(now - last_merge).count() >= merge_gap;
-        if (!print && !merge) continue;
-        int done = 0;
-        const std::vector<Result> so_far = output.gather(opt.retry_failed, &done);
-        if (merge) {
-          last_merge = now;
-          try {
-            output.write(so_far, "running", attrs);
-            // A live merge costs at most ~5% of rank 0's core: huge sweeps merge less often.
-            merge_gap = std::max(merge_every, 20 * std::chrono::duration<double>(std::chrono::steady_clock::now() - now).count());
-          } catch (const io::IoError& e) {   // the logs hold every result; the final merge reports
-            std::fprintf(stderr, "icl-sweep: warning: live merge into %s failed: %s\n", out.c_str(), e.what());
-          }
-        }
-        if (print) {
-          last_print = now;
-          const double secs = std::chrono::duration<double>(now - t0).count();
-          const double rate = (done - at_start) / secs;
-          const double left = static_cast<double>(grid.points.size()) - done;
-          std::printf("icl-sweep: %d/%zu points done, %.2f points/s, ETA %s\n", done, grid.points.size(), rate,
-                      rate > 0 ? (std::to_string(static_cast<long long>(left / rate)) + " s").c_str() : "unknown");
-          std::fflush(stdout);
-        }
-      }
-    });
-  }
+struct LoopOutcome {
+  int64_t trained = 0;      // points this rank trained
+  bool io_failed = false;   // its log failed: the whole sweep stops
+};
 
-  // Loop: every rank takes the next point of the longest-first order.
-  int64_t trained = 0;
-  int io_failed = 0;
+// One rank's loop: the next point of the longest-first order from the shared counter, skipped if an
+// earlier run finished it, trained and appended to this rank's log (synced at most once a second).
+// An I/O error exhausts the counter, so every rank stops after its point in flight.
+LoopOutcome train_points(const sweep::Grid& grid, const SweepOutput& output, const std::vector<uint8_t>& finished_before) {
+  using Clock = std::chrono::steady_clock;
+  LoopOutcome mine;
   InjectedFaults faults(std::getenv("ICL_SWEEP_FAULTS"));
-  const auto loop_start = std::chrono::steady_clock::now();
-  {
-    par::Counter counter;
-    try {
-      io::PointLog log(output.dir());
-      auto last_sync = std::chrono::steady_clock::now();
-      while (!g_stop.load()) {
-        const int64_t k = counter.next();
-        if (k >= static_cast<int64_t>(grid.order.size())) break;
-        const int64_t i = grid.order[k];
-        if (finished_before[i]) continue;
-        faults.point = i;
-        const Result r = run_point(grid.points[i], &g_stop, faults.any() ? &faults : nullptr);
-        if (r.status == Status::cancelled) break;
-        log.append(i, output.hash(), r);
-        if (std::chrono::steady_clock::now() - last_sync > std::chrono::seconds(1)) {
-          log.sync();
-          last_sync = std::chrono::steady_clock::now();
-        }
-        ++trained;
+  par::Counter counter;
+  try {
+    io::PointLog log(output.dir());
+    auto last_sync = Clock::now();
+    while (!g_stop.load()) {
+      const int64_t k = counter.next();
+      if (k >= static_cast<int64_t>(grid.order.size())) break;
+      const int64_t i = grid.order[k];
+      if (finished_before[i]) continue;
+      faults.point = i;
+      const Result r = run_point(grid.points[i], &g_stop, faults.any() ? &faults : nullptr);
+      if (r.status == Status::cancelled) break;
+      log.append(i, output.hash(), r);
+      if (Clock::now() - last_sync > std::chrono::seconds(1)) {
+        log.sync();
+        last_sync = Clock::now();
       }
-      log.sync();
-    } catch (const io::IoError& e) {
-      std::fprintf(stderr, "icl-sweep run: rank %d: I/O error: %s; stopping the sweep (what is stored stays: --resume continues)\n",
-                   par::rank(), e.what());
-      io_failed = 1;
-      counter.exhaust();
+      ++mine.trained;
     }
+    log.sync();
+  } catch (const io::IoError& e) {
+    std::fprintf(stderr, "icl-sweep run: rank %d: I/O error: %s; stopping the sweep (what is stored stays: --resume continues)\n",
+                 par::rank(), e.what());
+    mine.io_failed = true;
+    counter.exhaust();
   }
-  par::barrier();
-  const double loop_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
-  const int stopped = par::max_int(g_stop.load() ? 1 : 0);
-  const int64_t trained_all = par::sum_int64(trained);
-  code = par::max_int(io_failed ? kExitFailure : 0);
-  loop_over.store(true);
-  if (monitor.joinable()) monitor.join();
+  return mine;
+}
 
-  // Epilog: rank 0 merges the logs into OUT.h5.
+struct LoopTotals {
+  int64_t trained = 0;   // over every rank
+  double seconds = 0;
+  bool stopped = false;  // by a signal
+};
+
+// Rank 0's last lines: the summary table of a complete sweep, then what was done and where it went.
+void print_end(const RunArgs& args, const sweep::Grid& grid, const std::vector<Result>& results, int done,
+               const LoopTotals& totals) {
+  const bool complete = done == static_cast<int>(grid.points.size());
+  if (!args.quiet && complete) print_summary(grid, results);
+  if (!args.quiet || !complete)
+    std::printf("icl-sweep: %d/%zu points done (%lld trained in this run, %.2f s, %.0f points/s)%s; wrote %s\n", done,
+                grid.points.size(), static_cast<long long>(totals.trained), totals.seconds,
+                totals.trained / std::max(totals.seconds, 1e-9),
+                complete ? "" : (totals.stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
+                args.out.c_str());
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+  par::init(&argc, &argv);
+  const bool root = par::rank() == 0;
+  auto finish = [](int code) {
+    par::finalize();
+    return code;
+  };
+
+  // Prolog: the options and the spec (every rank, identically); rank 0 prepares OUT.h5 and writes the plan.
+  RunArgs args;
+  int code = parse_run_args(argc, argv, &args);
+  if (code != kContinue) return finish(code);
+  sweep::Spec spec;
+  sweep::Grid grid;
+  code = load_sweep(args, &spec, &grid);
+  if (code != kContinue) return finish(code);
+  SweepOutput output(args.out, grid, spec.text);
+  io::Attributes attrs;
+  attrs.text = {{"spec_file", args.spec_path}, {"started_utc", utc_now()}};
+  attrs.integer = {{"rank_count", par::size()}};
+  std::vector<uint8_t> finished_before(grid.points.size(), 0);   // points done in earlier runs
+  int done_before = 0;
+  code = open_output(args, output, attrs, &finished_before, &done_before);
+  if (code != 0) return finish(code);
+  install_stop_handlers();
+
+  // Loop: every rank trains the points it takes; rank 0's monitor prints progress and merges meanwhile.
+  std::unique_ptr<SweepMonitor> monitor;
+  if (root)
+    monitor = std::make_unique<SweepMonitor>(output, args.output.retry_failed, attrs, done_before, args.progress_every,
+                                             args.merge_every);
+  const auto loop_start = std::chrono::steady_clock::now();
+  const LoopOutcome mine = train_points(grid, output, finished_before);
+  par::barrier();
+  LoopTotals totals;
+  totals.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
+  totals.stopped = par::max_int(g_stop.load() ? 1 : 0) != 0;
+  totals.trained = par::sum_int64(mine.trained);
+  code = par::max_int(mine.io_failed ? kExitFailure : 0);
+  if (monitor) monitor->stop();
+
+  // Epilog: rank 0 merges the logs into OUT.h5 (complete, or incomplete after a signal) and reports.
   if (root) {
+    std::vector<Result> results;
     int done = 0;
-    const std::vector<Result> results = output.gather(opt.retry_failed, &done);
-    const bool complete = done == static_cast<int>(grid.points.size());
-    io::Attributes a = attrs;
-    a.text.push_back({"ended_utc", utc_now()});
-    try {
-      output.write(results, complete ? "complete" : "incomplete", a);
-    } catch (const io::IoError& e) {
-      std::cerr << "icl-sweep run: I/O error: cannot write '" << out << "': " << e.what()
-                << " (every finished point is kept in " << output.dir() << "/: --resume writes it once there is space)\n";
-      code = kExitFailure;
-    }
-    if (!quiet && complete && code == 0) print_summary(grid, results);
-    if (code == 0 && (!quiet || !complete))
-      std::printf("icl-sweep: %d/%zu points done (%lld trained in this run, %.2f s, %.0f points/s)%s; wrote %s\n", done,
-                  grid.points.size(), static_cast<long long>(trained_all), loop_seconds, trained_all / std::max(loop_seconds, 1e-9),
-                  complete ? "" : (stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
-                  out.c_str());
+    if (const int merged = output.end(args.output.retry_failed, attrs, &results, &done)) code = merged;
+    if (code == 0) print_end(args, grid, results, done, totals);
     std::fflush(stdout);
   }
   return finish(par::max_int(code));

@@ -86,20 +86,11 @@ int SweepOutput::prepare(const OutputOptions& opt) {
   struct stat st;
   if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return refuse(out_, "directory '" + parent + "' does not exist");
   if (::access(parent.c_str(), W_OK | X_OK) != 0) return refuse(out_, "directory '" + parent + "' is not writable");
-  const bool dir_there = ::stat(dir_.c_str(), &st) == 0;
-  if (dir_there && !S_ISDIR(st.st_mode)) throw io::IoError("'" + dir_ + "' exists and is not a directory: move it away");
-  const bool there = cli::path_exists(out_) || dir_there;
-  if (there && !opt.resume && !opt.force) return refuse(out_, "the sweep output exists; pass --resume to continue it or --force to start over");
-
-  // The lock: the log directory itself, so that no file anyone could delete guards the sweep.
-  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) throw io::io_error("cannot create", dir_);
-  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
-  // `status` probes the lock with a momentary shared lock: retry briefly before calling it another run's.
-  bool locked = false;
-  for (int k = 0; k < 20 && !(locked = ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0); ++k) ::usleep(50000);
-  if (!locked)
-    return refuse(out_, "another icl-sweep run is writing it (it holds the lock on " + dir_ + "/)");
+  const bool dir_exists = ::stat(dir_.c_str(), &st) == 0;
+  if (dir_exists && !S_ISDIR(st.st_mode)) throw io::IoError("'" + dir_ + "' exists and is not a directory: move it away");
+  const bool output_exists = cli::path_exists(out_) || dir_exists;
+  if (output_exists && !opt.resume && !opt.force) return refuse(out_, "the sweep output exists; pass --resume to continue it or --force to start over");
+  if (!lock()) return refuse(out_, "another icl-sweep run is writing it (it holds the lock on " + dir_ + "/)");
 
   // Temporaries of merges that were killed: no one else can be writing them now.
   const std::string stem = out_.substr(out_.rfind('/') == std::string::npos ? 0 : out_.rfind('/') + 1) + ".tmp.";
@@ -112,35 +103,52 @@ int SweepOutput::prepare(const OutputOptions& opt) {
     return 0;
   }
   if (!opt.resume) return 0;
-
-  // What OUT.h5 holds: its spec and build must be ours; its intact finished rows are results.
   std::vector<Result> rows;
-  if (cli::path_exists(out_)) {
-    io::Verification v;
-    try {
-      rows = io::read_results_file(out_, &v);
-      const io::File f = io::File::open_read(out_);
-      std::string spec_hash = io::get_attr_string(f, "/", "spec_hash");
-      if (!v.attributes_intact) {
-        std::cerr << "icl-sweep run: warning: '" << out_ << "': its attributes are damaged; trusting its rows only if its spec is this one\n";
-        if (sweep::spec_hash(io::get_attr_string(f, "/", "spec")) != hash_) rows.clear();
-        spec_hash = hash_text();
-      }
-      if (spec_hash != hash_text())
-        return refuse(out_, "--resume: it was written by a different spec (hash " + spec_hash + ", this spec " + hash_text() +
-                                "); use the original spec, or --force to start over");
-      const std::string theirs = io::get_attr_string(f, "/", "software_version") + " (git " +
-                                 io::get_attr_string(f, "/", "git_revision") + "; " + io::get_attr_string(f, "/", "build_flags") + ")";
-      if (v.attributes_intact && theirs != io::build_identity() && !opt.allow_mixed_builds)
-        return refuse(out_, "--resume: its points were computed by another build (" + theirs + "; this is " + io::build_identity() +
-                                "); rebuild that version, or pass --allow-mixed-builds");
-      for (const std::string& p : v.problems) std::cerr << "icl-sweep run: warning: '" << out_ << "': " << p << ": recovered from the logs or recomputed\n";
-    } catch (const io::IoError& e) {
-      std::cerr << "icl-sweep run: warning: '" << out_ << "' is unreadable (" << e.what() << "); recovering the finished points from "
-                << dir_ << "/\n";
-      rows.clear();
+  if (const int code = read_resumed(opt, &rows)) return code;
+  return import_rows(opt, rows);
+}
+
+// The lock: the log directory itself, so that no file anyone could delete guards the sweep.
+bool SweepOutput::lock() {
+  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) throw io::io_error("cannot create", dir_);
+  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
+  // `status` probes the lock with a momentary shared lock: retry briefly before calling it another run's.
+  bool locked = false;
+  for (int k = 0; k < 20 && !(locked = ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0); ++k) ::usleep(50000);
+  return locked;
+}
+
+int SweepOutput::read_resumed(const OutputOptions& opt, std::vector<Result>* rows) const {
+  if (!cli::path_exists(out_)) return 0;
+  io::Verification v;
+  try {
+    *rows = io::read_results_file(out_, &v);
+    const io::File f = io::File::open_read(out_);
+    std::string spec_hash = io::get_attr_string(f, "/", "spec_hash");
+    if (!v.attributes_intact) {
+      std::cerr << "icl-sweep run: warning: '" << out_ << "': its attributes are damaged; trusting its rows only if its spec is this one\n";
+      if (sweep::spec_hash(io::get_attr_string(f, "/", "spec")) != hash_) rows->clear();
+      spec_hash = hash_text();
     }
+    if (spec_hash != hash_text())
+      return refuse(out_, "--resume: it was written by a different spec (hash " + spec_hash + ", this spec " + hash_text() +
+                              "); use the original spec, or --force to start over");
+    const std::string theirs = io::get_attr_string(f, "/", "software_version") + " (git " +
+                               io::get_attr_string(f, "/", "git_revision") + "; " + io::get_attr_string(f, "/", "build_flags") + ")";
+    if (v.attributes_intact && theirs != io::build_identity() && !opt.allow_mixed_builds)
+      return refuse(out_, "--resume: its points were computed by another build (" + theirs + "; this is " + io::build_identity() +
+                              "); rebuild that version, or pass --allow-mixed-builds");
+    for (const std::string& p : v.problems) std::cerr << "icl-sweep run: warning: '" << out_ << "': " << p << ": recovered from the logs or recomputed\n";
+  } catch (const io::IoError& e) {
+    std::cerr << "icl-sweep run: warning: '" << out_ << "' is unreadable (" << e.what() << "); recovering the finished points from "
+              << dir_ << "/\n";
+    rows->clear();
   }
+  return 0;
+}
+
+int SweepOutput::import_rows(const OutputOptions& opt, const std::vector<Result>& rows) const {
   const io::LogScan scan = io::scan_point_logs(dir_, hash_);
   if (!opt.allow_mixed_builds)
     for (const io::LoggedPoint& p : scan.points)
@@ -182,6 +190,47 @@ void SweepOutput::write(const std::vector<Result>& results, const std::string& s
   a.text.push_back({"sweep_state", state});
   a.text.push_back({"spec_hash", hash_text()});
   io::write_results_file(out_, grid_.points, results, spec_text_, a, grid_.replica);
+}
+
+int SweepOutput::begin(const OutputOptions& opt, const io::Attributes& extra, std::vector<uint8_t>* finished_before,
+                       int* done) {
+  try {
+    if (const int code = prepare(opt)) return code;
+    std::vector<std::string> problems;
+    const std::vector<Result> earlier = gather(opt.retry_failed, done, &problems);
+    for (const std::string& w : problems) std::fprintf(stderr, "icl-sweep: warning: %s: recomputed\n", w.c_str());
+    for (size_t i = 0; i < earlier.size(); ++i) (*finished_before)[i] = finished(earlier[i], opt.retry_failed);
+    write(earlier, "running", extra);
+    return 0;
+  } catch (const io::IoError& e) {
+    std::cerr << "icl-sweep run: I/O error: " << e.what() << "\n";
+    return kExitFailure;
+  }
+}
+
+bool SweepOutput::merge_live(const std::vector<Result>& so_far, const io::Attributes& extra) const {
+  try {
+    write(so_far, "running", extra);
+    return true;
+  } catch (const io::IoError& e) {
+    std::fprintf(stderr, "icl-sweep: warning: live merge into %s failed: %s\n", out_.c_str(), e.what());
+    return false;
+  }
+}
+
+int SweepOutput::end(bool retry_failed, const io::Attributes& extra, std::vector<Result>* results, int* done) const {
+  *results = gather(retry_failed, done);
+  const bool complete = *done == static_cast<int>(grid_.points.size());
+  io::Attributes a = extra;
+  a.text.push_back({"ended_utc", io::utc_now()});
+  try {
+    write(*results, complete ? "complete" : "incomplete", a);
+    return 0;
+  } catch (const io::IoError& e) {
+    std::cerr << "icl-sweep run: I/O error: cannot write '" << out_ << "': " << e.what()
+              << " (every finished point is kept in " << dir_ << "/: --resume writes it once there is space)\n";
+    return kExitFailure;
+  }
 }
 
 }  // namespace icl::cli

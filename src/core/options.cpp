@@ -69,6 +69,35 @@ std::string fmt_list(const std::vector<double>& v) {
   return s;
 }
 
+// A value of the form kind[:args] (x_dist, cov, noise, landscape), trimmed.
+struct KindArgs {
+  std::string text;        // the whole value
+  std::string kind;        // before the first ':' (the whole value when there is none)
+  bool has_args = false;   // there is a ':'
+  std::string args;        // after it: one number or a comma-separated list (parse_double, parse_list)
+};
+
+KindArgs split_kind(const std::string& value) {
+  KindArgs k;
+  k.text = trim(value);
+  const size_t colon = k.text.find(':');
+  k.kind = k.text.substr(0, colon);
+  k.has_args = colon != std::string::npos;
+  if (k.has_args) k.args = k.text.substr(colon + 1);
+  return k;
+}
+
+// The comma-separated numbers in `text` into `out`: "" or what is wrong, `not_list` when they are not
+// a list of numbers, "RULE (got x)" for the first x that breaks the rule (`bad(x)`).
+template <class Bad>
+std::string parse_numbers(const std::string& text, std::vector<double>* out, const std::string& not_list, Bad bad,
+                          const std::string& rule) {
+  if (!parse_list(text, out)) return not_list;
+  for (double x : *out)
+    if (bad(x)) return rule + " (got " + fmt(x) + ")";
+  return "";
+}
+
 // An option taking one of a fixed set of words, mapped to an enum.
 template <class E>
 OptionDef enum_option(std::string name, std::string help, E Point::*field,
@@ -119,6 +148,144 @@ OptionDef real_option(std::string name, std::string help, double Point::*field, 
           [field](const Point& p) { return fmt(p.*field); }};
 }
 
+OptionDef x_dist_option() {
+  return {"x_dist",
+          "input law: gaussian | uniform[:a] (U(-a,a), default a=0.5) | sphere | gamma[:k] "
+          "(sqrt(G) u, G ~ Gamma(shape k, scale sqrt(10/k)), E[G] = sqrt(10 k), default k=0.1)",
+          Column::text,
+          [](Point& p, const std::string& v) -> std::string {
+            const KindArgs k = split_kind(v);
+            double a = 0.0;
+            if (k.has_args && (!parse_double(k.args, &a) || a <= 0.0)) return "the parameter after ':' must be a number > 0";
+            if (k.kind == "gaussian" || k.kind == "sphere") {
+              if (k.has_args) return "'" + k.kind + "' takes no parameter";
+              p.x_dist = k.kind == "gaussian" ? XDist::gaussian : XDist::sphere;
+              p.x_param = 0.0;
+            } else if (k.kind == "uniform" || k.kind == "gamma") {
+              p.x_dist = k.kind == "uniform" ? XDist::uniform : XDist::gamma;
+              p.x_param = k.has_args ? a : k.kind == "uniform" ? 0.5 : 0.1;
+            } else {
+              return "must be gaussian, uniform[:a], sphere or gamma[:k]";
+            }
+            return "";
+          },
+          [](const Point& p) -> std::string {
+            switch (p.x_dist) {
+              case XDist::gaussian: return "gaussian";
+              case XDist::sphere: return "sphere";
+              case XDist::uniform: return "uniform:" + fmt(p.x_param);
+              case XDist::gamma: return "gamma:" + fmt(p.x_param);
+            }
+            return "?";
+          }};
+}
+
+OptionDef cov_option() {
+  return {"cov",
+          "input covariance Sigma: identity | diag:l1,...,ld | rotated:l1,...,ld "
+          "(U diag(l) U^T, U a random rotation drawn from the seed)",
+          Column::text,
+          [](Point& p, const std::string& v) -> std::string {
+            const KindArgs k = split_kind(v);
+            if (k.text == "identity") { p.cov = CovKind::identity; p.cov_spectrum.clear(); return ""; }
+            if ((k.kind != "diag" && k.kind != "rotated") || !k.has_args)
+              return "must be identity, diag:l1,...,ld or rotated:l1,...,ld";
+            std::vector<double> l;
+            const std::string why = parse_numbers(k.args, &l, "the spectrum must be a comma-separated list of numbers",
+                                                  [](double x) { return x <= 0.0; }, "every eigenvalue must be > 0");
+            if (!why.empty()) return why;
+            p.cov = k.kind == "diag" ? CovKind::diag : CovKind::rotated;
+            p.cov_spectrum = l;
+            return "";
+          },
+          [](const Point& p) -> std::string {
+            if (p.cov == CovKind::identity) return "identity";
+            return std::string(p.cov == CovKind::diag ? "diag:" : "rotated:") + fmt_list(p.cov_spectrum);
+          }};
+}
+
+OptionDef noise_option() {
+  return {"noise",
+          "label noise std sigma, drawn once per task: none | fixed:s | uniform:s_max | set:s1,s2,...",
+          Column::text,
+          [](Point& p, const std::string& v) -> std::string {
+            const KindArgs k = split_kind(v);
+            if (k.text == "none") { p.noise = NoiseKind::none; p.noise_sigma.clear(); return ""; }
+            const std::string kinds = "must be none, fixed:s, uniform:s_max or set:s1,s2,...";
+            if (!k.has_args) return kinds;
+            std::vector<double> l;
+            const std::string why = parse_numbers(k.args, &l, "the levels after ':' must be a comma-separated list of numbers",
+                                                  [](double x) { return x < 0.0; }, "noise levels must be >= 0");
+            if (!why.empty()) return why;
+            if (k.kind == "fixed" || k.kind == "uniform") {
+              if (l.size() != 1) return "'" + k.kind + "' takes exactly one number";
+              p.noise = k.kind == "fixed" ? NoiseKind::fixed : NoiseKind::uniform;
+            } else if (k.kind == "set") {
+              p.noise = NoiseKind::set;
+            } else {
+              return kinds;
+            }
+            p.noise_sigma = l;
+            return "";
+          },
+          [](const Point& p) -> std::string {
+            switch (p.noise) {
+              case NoiseKind::none: return "none";
+              case NoiseKind::fixed: return "fixed:" + fmt_list(p.noise_sigma);
+              case NoiseKind::uniform: return "uniform:" + fmt_list(p.noise_sigma);
+              case NoiseKind::set: return "set:" + fmt_list(p.noise_sigma);
+            }
+            return "?";
+          }};
+}
+
+OptionDef landscape_option() {
+  const std::string max = std::to_string(kMaxSteps);
+  return {"landscape",
+          "[A24] optimisation landscape (gradient noise, Hessian diagonal, directional smoothness) at these "
+          "steps: off | every:k (steps 0, k, 2k, ... below steps, as [A24]'s code with k = 250) | "
+          "s1,s2,... (0 = initialisation)",
+          Column::text,
+          [max](Point& p, const std::string& v) -> std::string {
+            const KindArgs k = split_kind(v);
+            p.landscape.clear();
+            p.landscape_every = 0;
+            if (k.text == "off") return "";
+            if (k.kind == "every" && k.has_args) {
+              int64_t every;
+              if (!parse_int64(k.args, &every) || every < 1 || every > kMaxSteps)
+                return "every:k needs an integer k in [1, " + max + "]";
+              p.landscape_every = every;
+              return "";
+            }
+            std::vector<double> l;
+            const std::string why = parse_numbers(k.text, &l, "must be off, every:k or a comma-separated list of steps",
+                                                  [](double x) { return x < 0 || x != std::floor(x) || x > kMaxSteps; },
+                                                  "steps must be integers in [0, " + max + "]");
+            if (!why.empty()) return why;
+            for (double x : l) p.landscape.push_back(static_cast<int64_t>(x));
+            return "";
+          },
+          [](const Point& p) -> std::string {
+            if (p.landscape_every > 0) return "every:" + std::to_string(p.landscape_every);
+            if (p.landscape.empty()) return "off";
+            std::string s;
+            for (size_t i = 0; i < p.landscape.size(); ++i) s += (i ? "," : "") + std::to_string(p.landscape[i]);
+            return s;
+          }};
+}
+
+OptionDef seed_option() {
+  return {"seed", "random seed (all streams derive from it)", Column::integer,
+          [](Point& p, const std::string& v) -> std::string {
+            int64_t x;
+            if (!parse_int64(v, &x) || x < 0) return "must be an integer >= 0";
+            p.seed = static_cast<uint64_t>(x);
+            return "";
+          },
+          [](const Point& p) { return std::to_string(p.seed); }};
+}
+
 std::vector<OptionDef> make_table() {
   std::vector<OptionDef> t;
   t.push_back(int_option("d", "input dimension d", &Point::d, 1, 127));
@@ -136,103 +303,11 @@ std::vector<OptionDef> make_table() {
       {{"1/n", Norm::inv_n}, {"1", Norm::one}}));
   t.push_back(real_option("act_clip", "clip every token entry to [-act_clip, act_clip] after each layer, as "
       "[VO23]'s code does for deep models (0 = off)", &Point::act_clip, 0.0, false));
-  t.push_back({"x_dist",
-               "input law: gaussian | uniform[:a] (U(-a,a), default a=0.5) | sphere | gamma[:k] "
-               "(sqrt(G) u, G ~ Gamma(shape k, scale sqrt(10/k)), E[G] = sqrt(10 k), default k=0.1)",
-               Column::text,
-               [](Point& p, const std::string& v) -> std::string {
-                 const std::string s = trim(v);
-                 const auto colon = s.find(':');
-                 const std::string kind = s.substr(0, colon);
-                 double a = 0.0;
-                 if (colon != std::string::npos &&
-                     (!parse_double(s.substr(colon + 1), &a) || a <= 0.0))
-                   return "the parameter after ':' must be a number > 0";
-                 if (kind == "gaussian" || kind == "sphere") {
-                   if (colon != std::string::npos) return "'" + kind + "' takes no parameter";
-                   p.x_dist = kind == "gaussian" ? XDist::gaussian : XDist::sphere;
-                   p.x_param = 0.0;
-                 } else if (kind == "uniform") {
-                   p.x_dist = XDist::uniform;
-                   p.x_param = colon == std::string::npos ? 0.5 : a;
-                 } else if (kind == "gamma") {
-                   p.x_dist = XDist::gamma;
-                   p.x_param = colon == std::string::npos ? 0.1 : a;
-                 } else {
-                   return "must be gaussian, uniform[:a], sphere or gamma[:k]";
-                 }
-                 return "";
-               },
-               [](const Point& p) -> std::string {
-                 switch (p.x_dist) {
-                   case XDist::gaussian: return "gaussian";
-                   case XDist::sphere: return "sphere";
-                   case XDist::uniform: return "uniform:" + fmt(p.x_param);
-                   case XDist::gamma: return "gamma:" + fmt(p.x_param);
-                 }
-                 return "?";
-               }});
-  t.push_back({"cov",
-               "input covariance Sigma: identity | diag:l1,...,ld | rotated:l1,...,ld "
-               "(U diag(l) U^T, U a random rotation drawn from the seed)",
-               Column::text,
-               [](Point& p, const std::string& v) -> std::string {
-                 const std::string s = trim(v);
-                 if (s == "identity") { p.cov = CovKind::identity; p.cov_spectrum.clear(); return ""; }
-                 const auto colon = s.find(':');
-                 const std::string kind = s.substr(0, colon);
-                 if ((kind != "diag" && kind != "rotated") || colon == std::string::npos)
-                   return "must be identity, diag:l1,...,ld or rotated:l1,...,ld";
-                 std::vector<double> l;
-                 if (!parse_list(s.substr(colon + 1), &l))
-                   return "the spectrum must be a comma-separated list of numbers";
-                 for (double x : l)
-                   if (x <= 0.0) return "every eigenvalue must be > 0 (got " + fmt(x) + ")";
-                 p.cov = kind == "diag" ? CovKind::diag : CovKind::rotated;
-                 p.cov_spectrum = l;
-                 return "";
-               },
-               [](const Point& p) -> std::string {
-                 if (p.cov == CovKind::identity) return "identity";
-                 return std::string(p.cov == CovKind::diag ? "diag:" : "rotated:") + fmt_list(p.cov_spectrum);
-               }});
+  t.push_back(x_dist_option());
+  t.push_back(cov_option());
   t.push_back(enum_option<WPrior>("w_prior", "task prior: w ~ N(0, I) or N(0, Sigma^-1)", &Point::w_prior,
       {{"identity", WPrior::identity}, {"inverse_cov", WPrior::inverse_cov}}));
-  t.push_back({"noise",
-               "label noise std sigma, drawn once per task: none | fixed:s | uniform:s_max | set:s1,s2,...",
-               Column::text,
-               [](Point& p, const std::string& v) -> std::string {
-                 const std::string s = trim(v);
-                 if (s == "none") { p.noise = NoiseKind::none; p.noise_sigma.clear(); return ""; }
-                 const auto colon = s.find(':');
-                 const std::string kind = s.substr(0, colon);
-                 std::vector<double> l;
-                 if (colon == std::string::npos)
-                   return "must be none, fixed:s, uniform:s_max or set:s1,s2,...";
-                 if (!parse_list(s.substr(colon + 1), &l))
-                   return "the levels after ':' must be a comma-separated list of numbers";
-                 for (double x : l)
-                   if (x < 0.0) return "noise levels must be >= 0 (got " + fmt(x) + ")";
-                 if (kind == "fixed" || kind == "uniform") {
-                   if (l.size() != 1) return "'" + kind + "' takes exactly one number";
-                   p.noise = kind == "fixed" ? NoiseKind::fixed : NoiseKind::uniform;
-                 } else if (kind == "set") {
-                   p.noise = NoiseKind::set;
-                 } else {
-                   return "must be none, fixed:s, uniform:s_max or set:s1,s2,...";
-                 }
-                 p.noise_sigma = l;
-                 return "";
-               },
-               [](const Point& p) -> std::string {
-                 switch (p.noise) {
-                   case NoiseKind::none: return "none";
-                   case NoiseKind::fixed: return "fixed:" + fmt_list(p.noise_sigma);
-                   case NoiseKind::uniform: return "uniform:" + fmt_list(p.noise_sigma);
-                   case NoiseKind::set: return "set:" + fmt_list(p.noise_sigma);
-                 }
-                 return "?";
-               }});
+  t.push_back(noise_option());
   t.push_back(enum_option<Optimizer>("optimizer", "optimiser", &Point::optimizer,
       {{"adam", Optimizer::adam}, {"adamw", Optimizer::adamw}, {"sgd", Optimizer::sgd}}));
   t.push_back(real_option("lr", "peak learning rate", &Point::lr, 0.0, true));
@@ -262,54 +337,13 @@ std::vector<OptionDef> make_table() {
   t.push_back(int_option("eval_every", "evaluate every this many steps", &Point::eval_every, 1, 1000000000));
   t.push_back(real_option("diverge_factor", "stop as diverged when the evaluation loss exceeds this many times "
       "its value at initialisation (0 = only non-finite values stop a point)", &Point::diverge_factor, 0.0, false));
-  t.push_back({"seed", "random seed (all streams derive from it)", Column::integer,
-               [](Point& p, const std::string& v) -> std::string {
-                 int64_t x;
-                 if (!parse_int64(v, &x) || x < 0) return "must be an integer >= 0";
-                 p.seed = static_cast<uint64_t>(x);
-                 return "";
-               },
-               [](const Point& p) { return std::to_string(p.seed); }});
+  t.push_back(seed_option());
   t.push_back(enum_option<Precision>("precision", "floating point type of training", &Point::precision,
       {{"float32", Precision::f32}, {"float64", Precision::f64}}));
   t.push_back(enum_option<bool>("analysis", "analyse the trained model against baselines and theory",
       &Point::analysis, {{"true", true}, {"false", false}}));
   t.push_back(real_option("ridge_lambda", "lambda of the fixed-lambda ridge baseline", &Point::ridge_lambda, 0.0, true));
-  t.push_back({"landscape",
-               "[A24] optimisation landscape (gradient noise, Hessian diagonal, directional smoothness) at these "
-               "steps: off | every:k (steps 0, k, 2k, ... below steps, as [A24]'s code with k = 250) | "
-               "s1,s2,... (0 = initialisation)",
-               Column::text,
-               [](Point& p, const std::string& v) -> std::string {
-                 const std::string s = trim(v);
-                 p.landscape.clear();
-                 p.landscape_every = 0;
-                 if (s == "off") return "";
-                 if (s.compare(0, 6, "every:") == 0) {
-                   int64_t k;
-                   if (!parse_int64(s.substr(6), &k) || k < 1 || k > kMaxSteps)
-                     return "every:k needs an integer k in [1, " + std::to_string(kMaxSteps) + "]";
-                   p.landscape_every = k;
-                   return "";
-                 }
-                 std::vector<double> l;
-                 if (!parse_list(s, &l)) return "must be off, every:k or a comma-separated list of steps";
-                 std::vector<int64_t> steps;
-                 for (double x : l) {
-                   if (x < 0 || x != std::floor(x) || x > kMaxSteps)
-                     return "steps must be integers in [0, " + std::to_string(kMaxSteps) + "] (got " + fmt(x) + ")";
-                   steps.push_back(static_cast<int64_t>(x));
-                 }
-                 p.landscape = steps;
-                 return "";
-               },
-               [](const Point& p) -> std::string {
-                 if (p.landscape_every > 0) return "every:" + std::to_string(p.landscape_every);
-                 if (p.landscape.empty()) return "off";
-                 std::string s;
-                 for (size_t i = 0; i < p.landscape.size(); ++i) s += (i ? "," : "") + std::to_string(p.landscape[i]);
-                 return s;
-               }});
+  t.push_back(landscape_option());
   t.push_back(int_option("hessian_tasks", "size of the fixed landscape set, the same for every point (seed and "
       "stream of its own): Hessian diagonal, gradient norm, smoothness ([A24]'s code: 1000)",
       &Point::hessian_tasks, 1, 1000000));

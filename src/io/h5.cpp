@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <type_traits>
 
 namespace icl::io {
@@ -69,13 +68,10 @@ uint64_t product(std::vector<uint64_t>::const_iterator first, std::vector<uint64
   return n;
 }
 
-Object simple_space(const std::vector<uint64_t>& dims, const std::vector<uint64_t>* max_dims,
-                    const std::string& ctx) {
+Object simple_space(const std::vector<uint64_t>& dims, const std::string& ctx) {
   if (dims.empty() || dims.size() > H5S_MAX_RANK) fail("invalid dataspace rank", ctx);
   const auto d = to_hsize(dims);
-  const auto m = max_dims ? to_hsize(*max_dims) : std::vector<hsize_t>{};
-  return own(H5Screate_simple(static_cast<int>(d.size()), d.data(), max_dims ? m.data() : nullptr),
-             "H5Screate_simple", ctx);
+  return own(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr), "H5Screate_simple", ctx);
 }
 
 std::vector<uint64_t> shape_of(const Object& space, const std::string& ctx) {
@@ -113,7 +109,7 @@ void write_dataset(File& f, const std::string& path, hid_t file_type, hid_t mem_
   if (dims.empty()) dims = {n};
   if (product(dims.begin(), dims.end()) != n)
     fail("dims do not multiply to the number of elements (" + std::to_string(n) + ")", ctx);
-  Object space = simple_space(dims, nullptr, ctx);
+  Object space = simple_space(dims, ctx);
   Object lcpl = intermediate_lcpl(ctx);
   // Numbers are chunked with HDF5's Fletcher32 checksum: a damaged chunk fails to read (here, in h5py,
   // anywhere) instead of returning other values.  Chunks of about 1 MiB along the first dimension.
@@ -172,48 +168,18 @@ std::vector<const char*> c_strs(const std::vector<std::string>& v) {
   return out;
 }
 
-void write_rows_impl(File& f, const std::string& path, uint64_t first_row, hid_t mem_type, const void* data,
-                     size_t n) {
-  const std::string ctx = where(f, path);
-  Object ds = open_dataset(f, path, ctx);
-  Object space = own(H5Dget_space(ds.id()), "H5Dget_space", ctx);
-  std::vector<uint64_t> shape = shape_of(space, ctx);
-  if (shape.empty()) fail("write_rows needs a dataset of rank >= 1", ctx);
-  const uint64_t row_size = product(shape.begin() + 1, shape.end());
-  if (row_size == 0 || n % row_size != 0)
-    fail(
-        "rows.size() " + std::to_string(n) + " is not a multiple of the row size " + std::to_string(row_size),
-        ctx);
-  const uint64_t n_rows = n / row_size;
-  if (n_rows == 0) return;
-  if (first_row + n_rows > shape[0]) {
-    shape[0] = first_row + n_rows;
-    check(H5Dset_extent(ds.id(), to_hsize(shape).data()), "H5Dset_extent", ctx);
-    space = own(H5Dget_space(ds.id()), "H5Dget_space", ctx);
-  }
-  std::vector<uint64_t> start(shape.size(), 0), count = shape;
-  start[0] = first_row;
-  count[0] = n_rows;
-  check(H5Sselect_hyperslab(space.id(), H5S_SELECT_SET, to_hsize(start).data(), nullptr,
-                            to_hsize(count).data(), nullptr),
-        "H5Sselect_hyperslab", ctx);
-  Object mem_space = simple_space(count, nullptr, ctx);
-  check(H5Dwrite(ds.id(), mem_type, mem_space.id(), space.id(), H5P_DEFAULT, data), "H5Dwrite", ctx);
-}
-
-// A null `dims` makes a scalar attribute.
+// A scalar attribute, replacing any of the same name.
 void write_attr(File& f, const std::string& obj_path, const std::string& name, hid_t file_type,
-                hid_t mem_type, const void* data, const std::vector<uint64_t>* dims) {
+                hid_t mem_type, const void* data) {
   const std::string ctx = where(f, obj_path, name);
-  Object space = dims ? simple_space(*dims, nullptr, ctx) : own(H5Screate(H5S_SCALAR), "H5Screate", ctx);
+  Object space = own(H5Screate(H5S_SCALAR), "H5Screate", ctx);
   const char* obj = obj_path.c_str();
   if (check(H5Aexists_by_name(f.id(), obj, name.c_str(), H5P_DEFAULT), "H5Aexists_by_name", ctx) > 0)
     check(H5Adelete_by_name(f.id(), obj, name.c_str(), H5P_DEFAULT), "H5Adelete_by_name", ctx);
   Object attr = own(H5Acreate_by_name(f.id(), obj, name.c_str(), file_type, space.id(), H5P_DEFAULT,
                                       H5P_DEFAULT, H5P_DEFAULT),
                     "H5Acreate_by_name", ctx);
-  if (!dims || product(dims->begin(), dims->end()) > 0)
-    check(H5Awrite(attr.id(), mem_type, data), "H5Awrite", ctx);
+  check(H5Awrite(attr.id(), mem_type, data), "H5Awrite", ctx);
 }
 
 Object open_attr(const File& f, const std::string& obj_path, const std::string& name,
@@ -312,24 +278,12 @@ int64_t Object::release() noexcept {
 
 // --- File -----------------------------------------------------------------
 
-File File::create(const std::string& path) {
-  return File(open_file(path, true, H5F_ACC_EXCL), path);
-}
-
 File File::create_truncate(const std::string& path) {
   return File(open_file(path, true, H5F_ACC_TRUNC), path);
 }
 
 File File::open_read(const std::string& path) {
   return File(open_file(path, false, H5F_ACC_RDONLY), path);
-}
-
-File File::open_rw(const std::string& path) {
-  return File(open_file(path, false, H5F_ACC_RDWR), path);
-}
-
-void File::flush() {
-  check(H5Fflush(id(), H5F_SCOPE_GLOBAL), "H5Fflush", "file '" + path_ + "'");
 }
 
 void File::close() {
@@ -358,12 +312,6 @@ bool exists(const File& f, const std::string& path) {
   return true;
 }
 
-void create_group(File& f, const std::string& path) {
-  const std::string ctx = where(f, path);
-  Object lcpl = intermediate_lcpl(ctx);
-  own(H5Gcreate2(f.id(), path.c_str(), lcpl.id(), H5P_DEFAULT, H5P_DEFAULT), "H5Gcreate2", ctx);
-}
-
 std::vector<std::string> list(const File& f, const std::string& group_path) {
   const std::string ctx = where(f, group_path);
   Object group = own(H5Gopen2(f.id(), group_path.c_str(), H5P_DEFAULT), "H5Gopen2", ctx);
@@ -389,10 +337,6 @@ std::vector<std::string> list(const File& f, const std::string& group_path) {
 
 void write(File& f, const std::string& path, const std::vector<double>& v, std::vector<uint64_t> dims) {
   write_dataset(f, path, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, v.data(), v.size(), std::move(dims));
-}
-
-void write(File& f, const std::string& path, const std::vector<float>& v, std::vector<uint64_t> dims) {
-  write_dataset(f, path, H5T_IEEE_F32LE, H5T_NATIVE_FLOAT, v.data(), v.size(), std::move(dims));
 }
 
 void write(File& f, const std::string& path, const std::vector<int64_t>& v, std::vector<uint64_t> dims) {
@@ -426,86 +370,16 @@ std::vector<std::string> read_strings(const File& f, const std::string& path, st
   return out;
 }
 
-// --- Extendible datasets ------------------------------------------------------
-
-void create_extendible(File& f, const std::string& path, Type type, std::vector<uint64_t> dims,
-                       std::vector<uint64_t> chunk, double fill) {
-  const std::string ctx = where(f, path);
-  if (dims.empty() || chunk.size() != dims.size())
-    fail("chunk rank must equal the (non-zero) dataset rank", ctx);
-  std::vector<uint64_t> max_dims = dims;
-  max_dims[0] = H5S_UNLIMITED;
-  Object space = simple_space(dims, &max_dims, ctx);
-  Object dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", ctx);
-  check(H5Pset_chunk(dcpl.id(), static_cast<int>(chunk.size()), to_hsize(chunk).data()), "H5Pset_chunk", ctx);
-  Object str_type;
-  hid_t file_type = -1;
-  switch (type) {
-    case Type::f64:
-    case Type::f32:
-      // HDF5 converts the fill value to the stored type.
-      file_type = type == Type::f64 ? H5T_IEEE_F64LE : H5T_IEEE_F32LE;
-      check(H5Pset_fill_value(dcpl.id(), H5T_NATIVE_DOUBLE, &fill), "H5Pset_fill_value", ctx);
-      break;
-    case Type::i64: {
-      file_type = H5T_STD_I64LE;
-      if (!std::isnan(fill) && !(std::fabs(fill) < 0x1p63)) fail("i64 fill value out of range", ctx);
-      const int64_t value = std::isnan(fill) ? 0 : static_cast<int64_t>(fill);
-      check(H5Pset_fill_value(dcpl.id(), H5T_NATIVE_INT64, &value), "H5Pset_fill_value", ctx);
-      break;
-    }
-    case Type::str:
-      str_type = vlen_string_type(ctx);
-      file_type = str_type.id();
-      break;
-  }
-  Object lcpl = intermediate_lcpl(ctx);
-  own(H5Dcreate2(f.id(), path.c_str(), file_type, space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT),
-      "H5Dcreate2", ctx);
-}
-
-void resize_first(File& f, const std::string& path, uint64_t new_len) {
-  const std::string ctx = where(f, path);
-  Object ds = open_dataset(f, path, ctx);
-  std::vector<uint64_t> shape = shape_of(own(H5Dget_space(ds.id()), "H5Dget_space", ctx), ctx);
-  if (shape.empty()) fail("resize_first needs a dataset of rank >= 1", ctx);
-  shape[0] = new_len;
-  check(H5Dset_extent(ds.id(), to_hsize(shape).data()), "H5Dset_extent", ctx);
-}
-
-void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<double>& rows) {
-  write_rows_impl(f, path, first_row, H5T_NATIVE_DOUBLE, rows.data(), rows.size());
-}
-
-void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<int64_t>& rows) {
-  write_rows_impl(f, path, first_row, H5T_NATIVE_INT64, rows.data(), rows.size());
-}
-
-void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<std::string>& rows) {
-  Object type = vlen_string_type(where(f, path));
-  write_rows_impl(f, path, first_row, type.id(), c_strs(rows).data(), rows.size());
-}
-
 // --- Attributes -------------------------------------------------------------
 
 void set_attr(File& f, const std::string& obj_path, const std::string& name, const std::string& value) {
   Object type = vlen_string_type(where(f, obj_path, name));
   const char* ptr = value.c_str();
-  write_attr(f, obj_path, name, type.id(), type.id(), &ptr, nullptr);
-}
-
-void set_attr(File& f, const std::string& obj_path, const std::string& name, double value) {
-  write_attr(f, obj_path, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, nullptr);
+  write_attr(f, obj_path, name, type.id(), type.id(), &ptr);
 }
 
 void set_attr(File& f, const std::string& obj_path, const std::string& name, int64_t value) {
-  write_attr(f, obj_path, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, nullptr);
-}
-
-void set_attr(File& f, const std::string& obj_path, const std::string& name,
-              const std::vector<double>& value) {
-  const std::vector<uint64_t> dims{value.size()};
-  write_attr(f, obj_path, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, value.data(), &dims);
+  write_attr(f, obj_path, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value);
 }
 
 Type dataset_type(const File& f, const std::string& path) {
@@ -554,16 +428,8 @@ std::string get_attr_string(const File& f, const std::string& obj_path, const st
   return single(std::move(values), f, obj_path, name);
 }
 
-double get_attr_double(const File& f, const std::string& obj_path, const std::string& name) {
-  return single(read_attr<double>(f, obj_path, name, H5T_NATIVE_DOUBLE), f, obj_path, name);
-}
-
 int64_t get_attr_int64(const File& f, const std::string& obj_path, const std::string& name) {
   return single(read_attr<int64_t>(f, obj_path, name, H5T_NATIVE_INT64), f, obj_path, name);
-}
-
-std::vector<double> get_attr_doubles(const File& f, const std::string& obj_path, const std::string& name) {
-  return read_attr<double>(f, obj_path, name, H5T_NATIVE_DOUBLE);
 }
 
 }  // namespace icl::io

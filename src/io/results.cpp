@@ -42,7 +42,34 @@ void describe(File& f, const std::string& path, const std::string& name) {
   if (!info.convention.empty()) set_attr(f, path, "convention", info.convention);
 }
 
-void write_points(File& f, const std::vector<Point>& points) {
+// Root attributes: format, provenance (build, spec), conventions, and the caller's `extra`.
+void write_attributes(File& f, size_t n_points, const std::string& spec_text, const Attributes& extra) {
+  set_attr(f, "/", "format", std::string("icl-sweep results"));
+  set_attr(f, "/", "format_version", int64_t{1});
+  set_attr(f, "/", "software_version", std::string(build::version));
+  set_attr(f, "/", "git_revision", std::string(build::git_revision));
+  set_attr(f, "/", "build_flags", std::string(build::flags));
+  set_attr(f, "/", "spec", spec_text);
+  set_attr(f, "/", "written_utc", utc_now());
+  set_attr(f, "/", "loss_convention",
+           std::string("plain MSE: mean over tasks of (yhat - y_query)^2, not halved "
+                       "([VO23] and [V24] report half of it); yhat = -Z_L[d+1, n+1]"));
+  set_attr(f, "/", "normalisation_convention",
+           std::string("attention scaled by c = 1/n (norm = 1/n, [A23]/[A24]) or c = 1 (norm = 1, [VO23]/[V24]); "
+                       "see /points/norm"));
+  set_attr(f, "/", "n_points", static_cast<int64_t>(n_points));
+  set_attr(f, "/", "analysis_convention",
+           std::string("every loss in /metrics and /analysis is plain MSE on the point's own tasks (evaluation set, "
+                       "or the per-level / out-of-distribution sets named in the dataset's doc); adjusted_* = loss - "
+                       "oracle ridge ([V24]); reference methods tuned on a separate seeded tuning set; GD and GD++ "
+                       "are the transformer with constructed weights and c = 1"));
+  for (const auto& [k, v] : extra.text) set_attr(f, "/", k, v);
+  for (const auto& [k, v] : extra.integer) set_attr(f, "/", k, v);
+}
+
+// /points: one column per option (in table order), the replica, and every point's status and messages.
+void write_points(File& f, const std::vector<Point>& points, const std::vector<Result>& results,
+                  const std::vector<int>& replica) {
   for (const OptionDef& o : option_table()) {
     const std::string path = "/points/" + o.name;
     if (o.column == Column::text) {
@@ -60,34 +87,6 @@ void write_points(File& f, const std::vector<Point>& points) {
     }
     set_attr(f, path, "help", o.help);
   }
-}
-
-void write_all(File& f, const std::vector<Point>& points, const std::vector<Result>& results,
-               const std::string& spec_text, const Attributes& extra, const std::vector<int>& replica) {
-  const size_t P = points.size();
-  set_attr(f, "/", "format", std::string("icl-sweep results"));
-  set_attr(f, "/", "format_version", int64_t{1});
-  set_attr(f, "/", "software_version", std::string(build::version));
-  set_attr(f, "/", "git_revision", std::string(build::git_revision));
-  set_attr(f, "/", "build_flags", std::string(build::flags));
-  set_attr(f, "/", "spec", spec_text);
-  set_attr(f, "/", "written_utc", utc_now());
-  set_attr(f, "/", "loss_convention",
-           std::string("plain MSE: mean over tasks of (yhat - y_query)^2, not halved "
-                       "([VO23] and [V24] report half of it); yhat = -Z_L[d+1, n+1]"));
-  set_attr(f, "/", "normalisation_convention",
-           std::string("attention scaled by c = 1/n (norm = 1/n, [A23]/[A24]) or c = 1 (norm = 1, [VO23]/[V24]); "
-                       "see /points/norm"));
-  set_attr(f, "/", "n_points", static_cast<int64_t>(P));
-  set_attr(f, "/", "analysis_convention",
-           std::string("every loss in /metrics and /analysis is plain MSE on the point's own tasks (evaluation set, "
-                       "or the per-level / out-of-distribution sets named in the dataset's doc); adjusted_* = loss - "
-                       "oracle ridge ([V24]); reference methods tuned on a separate seeded tuning set; GD and GD++ "
-                       "are the transformer with constructed weights and c = 1"));
-
-  for (const auto& [k, v] : extra.text) set_attr(f, "/", k, v);
-  for (const auto& [k, v] : extra.integer) set_attr(f, "/", k, v);
-  write_points(f, points);
   std::vector<int64_t> rep(points.size(), 0);
   for (size_t i = 0; i < replica.size() && i < rep.size(); ++i) rep[i] = replica[i];
   write(f, "/points/replica", rep);
@@ -104,7 +103,10 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
   write(f, "/points/analysis_status", analysis_status);
   set_attr(f, "/points/analysis_status", "help", std::string("ok, failed (the training and weights are kept) or skipped"));
   write(f, "/points/analysis_message", analysis_message);
+}
 
+// /metrics: the training scalars of every point, then the analysis scalars by name.
+void write_metrics(File& f, const std::vector<Result>& results) {
   auto metric = [&](const char* name, auto get, const char* doc) {
     std::vector<double> v;
     for (const Result& r : results) v.push_back(get(r));
@@ -121,19 +123,25 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
          "training steps per second");
   metric("flops_per_step", [](const Result& r) { return r.flops_per_step; }, "model FLOPs of one training step");
 
-  // Analysis scalars and series, by name, over the union of the points' names (NaN where absent).
-  std::set<std::string> scalar_names, series_names;
-  for (const Result& r : results) {
-    for (const auto& kv : r.metrics) scalar_names.insert(kv.first);
-    for (const auto& kv : r.series) series_names.insert(kv.first);
-  }
-  for (const std::string& name : scalar_names) {
+  // Analysis scalars by name, over the union of the points' names (NaN where absent).
+  std::set<std::string> names;
+  for (const Result& r : results)
+    for (const auto& kv : r.metrics) names.insert(kv.first);
+  for (const std::string& name : names) {
     std::vector<double> v;
     for (const Result& r : results) v.push_back(r.metrics.count(name) ? r.metrics.at(name) : kNaN);
     write(f, "/metrics/" + name, v);
     describe(f, "/metrics/" + name, name);
   }
-  for (const std::string& name : series_names) {
+}
+
+// /analysis: P x width series by name, over the union of the points' names (NaN-padded, NaN where absent).
+void write_series(File& f, const std::vector<Result>& results) {
+  const size_t P = results.size();
+  std::set<std::string> names;
+  for (const Result& r : results)
+    for (const auto& kv : r.series) names.insert(kv.first);
+  for (const std::string& name : names) {
     static const std::vector<double> none;
     size_t width = 0;
     for (const Result& r : results) width = std::max(width, r.series.count(name) ? r.series.at(name).size() : 0);
@@ -141,7 +149,11 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
             return results[i].series.count(name) ? results[i].series.at(name) : none; }), {P, width});
     describe(f, "/analysis/" + name, name);
   }
+}
 
+// /layers/test_loss (P x max layers) and /curves (P x max evaluations), padded with NaN (steps with -1).
+void write_curves(File& f, const std::vector<Result>& results) {
+  const size_t P = results.size();
   size_t max_layers = 0, max_curve = 0;
   for (const Result& r : results) {
     max_layers = std::max(max_layers, r.layer_test_loss.size());
@@ -156,8 +168,11 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
           return results[i].curve_train_loss; }), {P, max_curve});
   write(f, "/curves/test_loss", padded<double>(P, max_curve, kNaN, [&](size_t i) -> const auto& {
           return results[i].curve_test_loss; }), {P, max_curve});
+}
 
-  for (size_t i = 0; i < P; ++i) {
+// /weights/<i>: theta, and P, Q as L x H x D x D, of every point that learned something.
+void write_weights(File& f, const std::vector<Point>& points, const std::vector<Result>& results) {
+  for (size_t i = 0; i < points.size(); ++i) {
     if (results[i].theta.empty()) continue;   // pending: nothing learned yet
     const std::string g = "/weights/" + std::to_string(i);
     const uint64_t L = points[i].layers, H = points[i].heads, D = points[i].d + 1;
@@ -167,6 +182,16 @@ void write_all(File& f, const std::vector<Point>& points, const std::vector<Resu
       write(f, g + "/Q", results[i].Q, {L, H, D, D});
     }
   }
+}
+
+void write_all(File& f, const std::vector<Point>& points, const std::vector<Result>& results,
+               const std::string& spec_text, const Attributes& extra, const std::vector<int>& replica) {
+  write_attributes(f, points.size(), spec_text, extra);
+  write_points(f, points, results, replica);
+  write_metrics(f, results);
+  write_series(f, results);
+  write_curves(f, results);
+  write_weights(f, points, results);
 }
 
 }  // namespace

@@ -6,7 +6,8 @@
 //              were deleted starts from them: they are copied into a log of their own first)
 //   merge      logs -> OUT.h5, written to a temporary file and renamed (stale temporaries are removed
 //              under the lock)
-// Error tiers: refusals return kExitUsage with a message; I/O failures throw io::IoError.
+// Error tiers: refusals return kExitUsage with a message; I/O failures throw io::IoError, except in the
+// driver's steps (begin, merge_live, end), which report them and return kExitFailure or false.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -39,11 +40,29 @@ class SweepOutput {
   // Writes OUT.h5 from `results` with sweep_state `state`.
   void write(const std::vector<Result>& results, const std::string& state, const io::Attributes& extra) const;
 
+  // The driver's steps on rank 0 (run_cmd.cpp), each reporting its own failures:
+  // begin: prepare, then the first merge (sweep_state "running"); `finished_before[i]` = 1 for the
+  //   points earlier runs finished (the vector has one entry per point), `done` counts them.
+  //   Returns 0, kExitUsage (refused) or kExitFailure (I/O error).
+  int begin(const OutputOptions& opt, const io::Attributes& extra, std::vector<uint8_t>* finished_before, int* done);
+  // A merge while the sweep runs; false (a warning printed) on an I/O error: the logs keep every result.
+  bool merge_live(const std::vector<Result>& so_far, const io::Attributes& extra) const;
+  // The final merge (sweep_state "complete" or "incomplete", with ended_utc) of `results` = gather().
+  // Returns 0 or kExitFailure (I/O error: the logs keep every result, --resume writes them).
+  int end(bool retry_failed, const io::Attributes& extra, std::vector<Result>* results, int* done) const;
+
   const std::string& dir() const { return dir_; }
+  size_t points() const { return grid_.points.size(); }
   uint64_t hash() const { return hash_; }
   std::string hash_text() const;
 
  private:
+  bool lock();   // the exclusive flock on dir_ (retried briefly: `status` probes it)
+  // --resume: OUT.h5's spec and build must be ours; its intact finished rows go to `rows`.
+  int read_resumed(const OutputOptions& opt, std::vector<Result>* rows) const;
+  // --resume: the logs' builds must be ours; `rows` missing from the logs are appended to a log.
+  int import_rows(const OutputOptions& opt, const std::vector<Result>& rows) const;
+
   std::string out_, dir_, spec_text_;
   const sweep::Grid& grid_;
   uint64_t hash_;

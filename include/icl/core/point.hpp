@@ -69,8 +69,4 @@ struct Point {
   int hessian_tasks = 1000;           // size of the fixed landscape set (Hessian diagonal, smoothness)
 };
 
-// Tokens are (d+1)-vectors; a task's token matrix Z is (d+1) x (n+1).
-inline int point_D(const Point& p) { return p.d + 1; }
-inline int point_N(const Point& p) { return p.n + 1; }
-
 }  // namespace icl

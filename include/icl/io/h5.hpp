@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <limits>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -53,17 +52,11 @@ class Object {
 // An open HDF5 file; all object paths below are resolved from its root "/".
 class File : public Object {
  public:
-  // Creates a new file; throws if `path` already exists (file left untouched).
-  static File create(const std::string& path);
   // Creates a new file, truncating any existing one.
   static File create_truncate(const std::string& path);
   // Opens an existing file read-only.
   static File open_read(const std::string& path);
-  // Opens an existing file for reading and writing.
-  static File open_rw(const std::string& path);
 
-  // Flushes all buffers of the file to disk (H5F_SCOPE_GLOBAL).
-  void flush();
   // Closes now and throws on failure (the destructor swallows close errors).
   void close();
   const std::string& path() const noexcept { return path_; }
@@ -73,15 +66,13 @@ class File : public Object {
   std::string path_;
 };
 
-// Element type of an extendible dataset.
+// Element type of a stored dataset (dataset_type).
 enum class Type { f64, f32, i64, str };
 
 // --- Objects and groups ---------------------------------------------------
 
 // True if every component of `path` exists (non-final ones as groups); never throws for missing.
 bool exists(const File& f, const std::string& path);
-// Creates the group and any missing parents; throws if `path` already exists.
-void create_group(File& f, const std::string& path);
 // Names of the children of group `group_path`, sorted by name.
 std::vector<std::string> list(const File& f, const std::string& group_path);
 
@@ -89,7 +80,6 @@ std::vector<std::string> list(const File& f, const std::string& group_path);
 // `dims` defaults to {v.size()}, must multiply to v.size(); data is row-major.
 
 void write(File& f, const std::string& path, const std::vector<double>& v, std::vector<uint64_t> dims = {});
-void write(File& f, const std::string& path, const std::vector<float>& v, std::vector<uint64_t> dims = {});
 void write(File& f, const std::string& path, const std::vector<int64_t>& v, std::vector<uint64_t> dims = {});
 // Stored as variable-length UTF-8 strings.
 void write(File& f, const std::string& path, const std::vector<std::string>& v,
@@ -108,29 +98,11 @@ std::vector<int64_t> read_int64(const File& f, const std::string& path,
 std::vector<std::string> read_strings(const File& f, const std::string& path,
                                       std::vector<uint64_t>* dims = nullptr);
 
-// --- Extendible datasets (first dimension unlimited) ------------------------
-
-// Creates a chunked dataset of shape `dims` (dims[0] may be 0); `chunk` has the same rank.
-// `fill` is the value of unwritten numeric elements (NaN maps to 0 for i64); strings fill as "".
-void create_extendible(File& f, const std::string& path, Type type, std::vector<uint64_t> dims,
-                       std::vector<uint64_t> chunk, double fill = std::numeric_limits<double>::quiet_NaN());
-// Sets the first dimension to `new_len` (may shrink, discarding rows).
-void resize_first(File& f, const std::string& path, uint64_t new_len);
-// Writes whole rows starting at `first_row`, growing the first dimension if needed; rows.size()
-// must be a multiple of the row size (product of dims[1..]); values convert to the stored type.
-void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<double>& rows);
-void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<int64_t>& rows);
-void write_rows(File& f, const std::string& path, uint64_t first_row, const std::vector<std::string>& rows);
-
 // --- Attributes on any existing object ("/" is the root group) --------------
-// Setting replaces an existing attribute of the same name, whatever its type.
-// Integer literals are ambiguous between double and int64_t: pass the intended type.
+// Setting replaces an existing attribute of the same name, whatever its type; numbers are int64.
 
 void set_attr(File& f, const std::string& obj_path, const std::string& name, const std::string& value);
-void set_attr(File& f, const std::string& obj_path, const std::string& name, double value);
 void set_attr(File& f, const std::string& obj_path, const std::string& name, int64_t value);
-void set_attr(File& f, const std::string& obj_path, const std::string& name,
-              const std::vector<double>& value);
 
 // Names of the attributes of `obj_path`, sorted; whether one holds a string.
 std::vector<std::string> attr_names(const File& f, const std::string& obj_path);
@@ -139,11 +111,7 @@ bool attr_is_string(const File& f, const std::string& obj_path, const std::strin
 bool has_attr(const File& f, const std::string& obj_path, const std::string& name);
 // Reads a single-element variable-length string attribute.
 std::string get_attr_string(const File& f, const std::string& obj_path, const std::string& name);
-// Reads a single-element numeric attribute converted to double.
-double get_attr_double(const File& f, const std::string& obj_path, const std::string& name);
 // Reads a single-element numeric attribute converted to int64.
 int64_t get_attr_int64(const File& f, const std::string& obj_path, const std::string& name);
-// Reads all elements of a numeric attribute converted to double.
-std::vector<double> get_attr_doubles(const File& f, const std::string& obj_path, const std::string& name);
 
 }  // namespace icl::io

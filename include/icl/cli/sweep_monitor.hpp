@@ -1,0 +1,50 @@
+#pragma once
+// Rank 0's monitor while a sweep runs: a thread that prints a progress line every `progress_every`
+// seconds and merges the logs into OUT.h5 every `merge_every` seconds, so a running sweep can be
+// reported.  It only reads the logs and rewrites OUT.h5: it never calls MPI, and rank 0's main thread
+// does no HDF5 while it runs.
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <thread>
+
+#include "icl/cli/sweep_output.hpp"
+
+namespace icl::cli {
+
+// "icl-sweep: N/M points done, R points/s, ETA S s": the rate counts only this run's points.
+class Progress {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Progress(size_t total, int done_before, Clock::time_point start)
+      : total_(total), done_before_(done_before), start_(start) {}
+  void print(int done, Clock::time_point tick) const;
+
+ private:
+  size_t total_;
+  int done_before_;
+  Clock::time_point start_;
+};
+
+class SweepMonitor {
+ public:
+  // Starts the thread unless both periods are 0 (= never); `done_before` points finished in earlier runs.
+  SweepMonitor(const SweepOutput& output, bool retry_failed, const io::Attributes& extra, int done_before,
+               double progress_every, double merge_every);
+  ~SweepMonitor() { stop(); }
+  SweepMonitor(const SweepMonitor&) = delete;
+  SweepMonitor& operator=(const SweepMonitor&) = delete;
+  void stop();   // ends and joins the thread
+
+ private:
+  void run(int done_before);
+
+  const SweepOutput& output_;
+  const bool retry_failed_;
+  const io::Attributes extra_;
+  const double progress_every_, merge_every_;
+  std::atomic<bool> over_{false};
+  std::thread thread_;
+};
+
+}  // namespace icl::cli
