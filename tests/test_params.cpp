@@ -60,6 +60,28 @@ TEST(Params, TiedLayersShareOneBlockAndSumGradients) {
   EXPECT_EQ(g[9], 0.0);
 }
 
+// collapse is the adjoint of expand's linear part: <expand(p) - expand(0), G> == <p, collapse(G)> for every
+// parameterisation, tied or not.  Small integers keep every sum exact, so the two sides agree bitwise.
+TEST(Params, CollapseIsTheAdjointOfExpand) {
+  for (const char* param : {"full", "sparse_a", "sparse_ab", "diag", "gdpp"})
+    for (const char* tie : {"false", "true"}) {
+      const ParamLayout layout(make_point({{"d", "3"}, {"layers", "3"}, {"heads", "2"}, {"param", param}, {"tie", tie}}));
+      const int n = layout.PQ_size();
+      std::vector<double> p(layout.size()), zero(layout.size(), 0.0), G(2 * n), Ep(2 * n), E0(2 * n);
+      for (size_t i = 0; i < p.size(); ++i) p[i] = static_cast<double>((7 * i + 3) % 11) - 5;
+      for (size_t i = 0; i < G.size(); ++i) G[i] = static_cast<double>((5 * i + 1) % 9) - 4;
+      layout.expand(p.data(), Ep.data(), Ep.data() + n);
+      layout.expand(zero.data(), E0.data(), E0.data() + n);
+      std::vector<double> cG(layout.size());
+      layout.collapse(G.data(), G.data() + n, cG.data());
+      double lhs = 0, rhs = 0;
+      for (int i = 0; i < 2 * n; ++i) lhs += (Ep[i] - E0[i]) * G[i];
+      for (int i = 0; i < layout.size(); ++i) rhs += p[i] * cG[i];
+      EXPECT_NE(rhs, 0.0) << param << " tie=" << tie;
+      EXPECT_EQ(lhs, rhs) << param << " tie=" << tie;
+    }
+}
+
 TEST(Params, InitialisationLaws) {
   const Point normal = make_point({{"d", "10"}, {"layers", "4"}, {"heads", "4"}, {"init_scale", "0.05"}});
   const std::vector<double> a = param_init(normal, ParamLayout(normal));

@@ -19,26 +19,24 @@ namespace {
 
 constexpr int kMaxIterations = 300;
 
-Point gdpp_point(const TaskBatch<double>& set, int K, bool tied) {
-  Point q;
-  q.d = set.d;
-  q.n = set.n;
-  q.layers = K;
-  q.heads = 1;
-  q.param = Param::gdpp;
-  q.norm = Norm::one;
-  q.attention = Attention::linear;
-  q.tie = tied;
-  q.act_clip = 0.0;
-  q.precision = Precision::f64;
-  return q;
+// K steps of GD++ are the K-layer gdpp transformer with one head and c = 1 (gdpp.hpp).
+ModelShape gdpp_shape(const TaskBatch<double>& set, int K) {
+  ModelShape s;
+  s.d = set.d;
+  s.n = set.n;
+  s.layers = K;
+  s.heads = 1;
+  s.attention = Attention::linear;
+  s.c = 1.0;
+  s.act_clip = 0.0;
+  return s;
 }
 
 // The loss as a function of x = (eta_b, gamma_b) per block b (K blocks, or 1 when tied).
 class GdppLoss {
  public:
   GdppLoss(const TaskBatch<double>& set, int K, bool tied)
-      : set_(set), blocks_(tied ? 1 : K), obj_(gdpp_point(set, K, tied)), theta_(3 * blocks_) {}
+      : set_(set), blocks_(tied ? 1 : K), obj_(gdpp_shape(set, K), Param::gdpp, tied), theta_(3 * blocks_) {}
   int size() const { return 2 * blocks_; }
   double operator()(const std::vector<double>& x, std::vector<double>* grad) {
     for (int b = 0; b < blocks_; ++b) {

@@ -1,24 +1,24 @@
 // Batched forward/backward of the linear transformer (model.hpp).  Per layer, per task (one lane):
 //
 // Linear attention, with Pc_h = c P_h:
-//   C   = Z M Z^T              (D x D, symmetric; sum over the n context columns)
-//   T_h = C Q_h                (D x D)
-//   K   = sum_h Pc_h T_h       (D x D)
-//   Z'  = Z + K Z              (D x N)
+//   C    = Z M Z^T             (D x D, symmetric; sum over the n context columns)
+//   CQ_h = C Q_h               (D x D)
+//   K    = sum_h Pc_h CQ_h     (D x D)
+//   Z'   = Z + K Z             (D x N)
 // Backward, given G = dL/dZ':
 //   dK    = G Z^T                                  <- Z' = Z + K Z
 //   dZ    = G + K^T G
-//   dPc_h = dK T_h^T,   dT_h = Pc_h^T dK           <- K = sum_h Pc_h T_h
-//   dQ_h  = C^T dT_h,   dC  += dT_h Q_h^T          <- T_h = C Q_h
+//   dPc_h = dK CQ_h^T,  dCQ_h = Pc_h^T dK          <- K = sum_h Pc_h CQ_h
+//   dQ_h  = C^T dCQ_h,  dC  += dCQ_h Q_h^T         <- CQ_h = C Q_h
 //   dz_j += (dC + dC^T) z_j   for context j < n    <- C = sum_{j<n} z_j z_j^T
 //   dP_h  = c dPc_h (applied when the lanes are reduced)
 // Cost per layer and task: (D(D+1)/2) n + 2 H D^2 + D^2 N multiply-adds forward,
 // 2 D^2 N + 4 H D^3 + D^2 n backward.
 //
 // Softmax attention, per head (keys and values are the n context tokens):
-//   R = Q_h Z,  S[a][j] = z_a^T R[:, j] (a < n),  A[:, j] = softmax_a S[:, j],  Vv = Z^ctx A,
-//   Z' = Z + sum_h P_h Vv
-// Backward: dVv = P^T G; dP += G Vv^T; dz_a += dVv A[a, :]^T; dA[a][j] = z_a^T dVv[:, j];
+//   R = Q_h Z,  S[a][j] = z_a^T R[:, j] (a < n),  A[:, j] = softmax_a S[:, j],  ZA = Z^ctx A,
+//   Z' = Z + sum_h P_h ZA
+// Backward: dZA = P^T G; dP += G ZA^T; dz_a += dZA A[a, :]^T; dA[a][j] = z_a^T dZA[:, j];
 //   dS = A (dA - sum_b A[b] dA[b]); dz_a += R dS[a, :]^T; dR = Z^ctx dS; dQ += dR Z^T; dZ += Q^T dR.
 //
 // The linear kernels are instantiated for D = 2..12 at compile time (so the D-loops unroll into
@@ -36,16 +36,120 @@ namespace {
 constexpr int kMaxD = 128;
 constexpr int kMinFixedD = 2, kMaxFixedD = 12;
 
-template <class T, int DC>
-void linear_forward(int D_, int N, int n, int H, const Lane<T>* Z, const T* Pc, const T* Q, Lane<T>* C,
-                    Lane<T>* Tt, Lane<T>* K, Lane<T>* Zout) {
+// The linear kernels work on lanes of D x D and D x N matrices, row-major.  FixedD is D known at compile
+// time (kMinFixedD..kMaxFixedD), or 0 for D given at run time (up to kMaxD): with it fixed the D-loops
+// unroll and a row buffer of kRowLen<FixedD> lanes lives in registers.
+template <int FixedD>
+constexpr int kRowLen = FixedD ? FixedD : kMaxD;
+
+// out = A B (kAccumulate = false) or out += A B (true), one output row at a time:
+//   out[i, :] (+)= sum_m A(i, m) B[m, :],   A(i, m) = A[i * a_row + m * a_col]
+// (a_row = D, a_col = 1: A as stored; a_row = 1, a_col = D: its transpose).  out, B: D x D.
+// A and B are lanes or scalars (the weights, shared by the lanes).
+template <int FixedD, bool kAccumulate, class TA, class TB, class L>
+inline void matmul_rows(int D_, const TA* A, int a_row, int a_col, const TB* B, L* out) {
+  const int D = FixedD ? FixedD : D_;
+  for (int i = 0; i < D; ++i) {
+    L acc[kRowLen<FixedD>];
+#pragma GCC unroll 16
+    for (int k = 0; k < D; ++k) acc[k] = kAccumulate ? out[i * D + k] : L{};
+#pragma GCC unroll 16
+    for (int m = 0; m < D; ++m) {
+      const TA a = A[i * a_row + m * a_col];
+#pragma GCC unroll 16
+      for (int k = 0; k < D; ++k) acc[k] += a * B[m * D + k];
+    }
+#pragma GCC unroll 16
+    for (int k = 0; k < D; ++k) out[i * D + k] = acc[k];
+  }
+}
+
+// out += A B^T:  out[i, m] += sum_k A[i, k] B[m, k], row i of A held in registers.  A, out: D x D lanes;
+// B: D x D lanes or scalars.
+template <int FixedD, class TB, class L>
+inline void add_matmul_bt(int D_, const L* A, const TB* B, L* out) {
+  const int D = FixedD ? FixedD : D_;
+  for (int i = 0; i < D; ++i) {
+    L a[kRowLen<FixedD>];
+#pragma GCC unroll 16
+    for (int k = 0; k < D; ++k) a[k] = A[i * D + k];
+#pragma GCC unroll 16
+    for (int m = 0; m < D; ++m) {
+      L acc = out[i * D + m];
+#pragma GCC unroll 16
+      for (int k = 0; k < D; ++k) acc += a[k] * B[m * D + k];
+      out[i * D + m] = acc;
+    }
+  }
+}
+
+// Columns j < cols of X (D x N lanes) through M (D x D lanes), column j held in registers:
+//   kResidual:  out[:, j]  = X[:, j] + M X[:, j]
+//   otherwise:  out[:, j] += M X[:, j]
+// M(i, k) = M[i * m_row + k * m_col] (m_row = D, m_col = 1: M as stored; 1, D: its transpose).
+template <int FixedD, bool kResidual, class L>
+inline void apply_columns(int D_, int N, int cols, const L* M, int m_row, int m_col, const L* X, L* out) {
+  const int D = FixedD ? FixedD : D_;
+  for (int j = 0; j < cols; ++j) {
+    L x[kRowLen<FixedD>];
+#pragma GCC unroll 16
+    for (int k = 0; k < D; ++k) x[k] = X[k * N + j];
+#pragma GCC unroll 16
+    for (int i = 0; i < D; ++i) {
+      L acc = kResidual ? x[i] : out[i * N + j];
+#pragma GCC unroll 16
+      for (int k = 0; k < D; ++k) acc += M[i * m_row + k * m_col] * x[k];
+      out[i * N + j] = acc;
+    }
+  }
+}
+
+// Sizes of one layer: D = d+1 token rows, N = n+1 columns (n context tokens, then the query), H heads.
+struct LayerDims {
+  int D, N, n, H;
+};
+
+// One layer's weights, shared by the lanes: H x D x D scalars each.
+template <class T>
+struct LayerWeights {
+  const T* Pc;   // c P_h
+  const T* Q;    // Q_h
+};
+
+// What a linear layer's forward keeps for its backward (L = Lane<T> when written, const Lane<T> when read).
+template <class L>
+struct LinearSaved {
+  L* C;    // D x D       C = Z M Z^T
+  L* CQ;   // H x D x D   CQ_h = C Q_h
+  L* K;    // D x D       K = sum_h Pc_h CQ_h
+};
+
+// A linear layer's backward: its outputs and its scratch.
+template <class T>
+struct LinearGrads {
+  Lane<T>* dZ;    // D x N       dL/dZ, written
+  Lane<T>* dPc;   // H x D x D   dL/dPc_h, added to (the chunks accumulate)
+  Lane<T>* dQ;    // H x D x D   dL/dQ_h, added to
+};
+template <class T>
+struct LinearScratch {
+  Lane<T>* dK;    // D x D: dL/dK, then (dC + dC^T)
+  Lane<T>* dCQ;   // D x D: dL/dCQ_h of the current head
+  Lane<T>* dC;    // D x D: dL/dC
+};
+
+// Z' = Z + K Z of the header, for Z (D x N lanes); keeps C, CQ, K in `saved`.
+template <class T, int FixedD>
+void linear_forward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<T>* Z, const LinearSaved<Lane<T>>& saved,
+                    Lane<T>* Zout) {
   using L = Lane<T>;
-  const int D = DC ? DC : D_;
-  constexpr int DM = DC ? DC : kMaxD;
-  // C = Z M Z^T
+  const int D = FixedD ? FixedD : dims.D, N = dims.N, n = dims.n, H = dims.H, DD = D * D;
+  const T *const Pc = w.Pc, *const Q = w.Q;
+  L *const C = saved.C, *const CQ = saved.CQ, *const K = saved.K;
+  // C = Z M Z^T = sum_{j<n} z_j z_j^T   (symmetric: the upper triangle, mirrored)
 #pragma GCC unroll 16
   for (int i = 0; i < D; ++i) {
-    L acc[DM];
+    L acc[kRowLen<FixedD>];
 #pragma GCC unroll 16
     for (int k = i; k < D; ++k) acc[k] = L{};
     for (int j = 0; j < n; ++j) {
@@ -56,64 +160,30 @@ void linear_forward(int D_, int N, int n, int H, const Lane<T>* Z, const T* Pc, 
 #pragma GCC unroll 16
     for (int k = i; k < D; ++k) C[i * D + k] = C[k * D + i] = acc[k];
   }
-  // K = sum_h Pc_h (C Q_h)
-  for (int x = 0; x < D * D; ++x) K[x] = L{};
+  // K = sum_h Pc_h CQ_h,  CQ_h = C Q_h
+  for (int x = 0; x < DD; ++x) K[x] = L{};
   for (int h = 0; h < H; ++h) {
-    const T* Qh = Q + h * D * D;
-    const T* Ph = Pc + h * D * D;
-    L* Th = Tt + h * D * D;
-    for (int i = 0; i < D; ++i) {
-      L acc[DM];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc[k] = L{};
-#pragma GCC unroll 16
-      for (int m = 0; m < D; ++m) {
-        const L cim = C[i * D + m];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc[k] += cim * Qh[m * D + k];
-      }
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) Th[i * D + k] = acc[k];
-    }
-    for (int i = 0; i < D; ++i) {
-      L acc[DM];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc[k] = K[i * D + k];
-#pragma GCC unroll 16
-      for (int m = 0; m < D; ++m) {
-        const T p = Ph[i * D + m];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc[k] += p * Th[m * D + k];
-      }
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) K[i * D + k] = acc[k];
-    }
+    matmul_rows<FixedD, false>(D, C, D, 1, Q + h * DD, CQ + h * DD);
+    matmul_rows<FixedD, true>(D, Pc + h * DD, D, 1, CQ + h * DD, K);
   }
   // Z' = Z + K Z
-  for (int j = 0; j < N; ++j) {
-    L zc[DM];
-#pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) zc[k] = Z[k * N + j];
-#pragma GCC unroll 16
-    for (int i = 0; i < D; ++i) {
-      L acc = zc[i];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc += K[i * D + k] * zc[k];
-      Zout[i * N + j] = acc;
-    }
-  }
+  apply_columns<FixedD, true>(D, N, N, K, D, 1, Z, Zout);
 }
 
-template <class T, int DC>
-void linear_backward(int D_, int N, int n, int H, const Lane<T>* Z, const T* Pc, const T* Q,
-                     const Lane<T>* C, const Lane<T>* Tt, const Lane<T>* K, const Lane<T>* G, Lane<T>* dZ,
-                     Lane<T>* dPc, Lane<T>* dQ, Lane<T>* dK, Lane<T>* dT, Lane<T>* dC) {
+// Given G = dL/dZ' (D x N lanes) of the forward that saved `saved`: dZ, and dPc, dQ accumulated.
+template <class T, int FixedD>
+void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<T>* Z,
+                     const LinearSaved<const Lane<T>>& saved, const Lane<T>* G, const LinearGrads<T>& grads,
+                     const LinearScratch<T>& scratch) {
   using L = Lane<T>;
-  const int D = DC ? DC : D_;
-  constexpr int DM = DC ? DC : kMaxD;
-  // dK = G Z^T
+  const int D = FixedD ? FixedD : dims.D, N = dims.N, n = dims.n, H = dims.H, DD = D * D;
+  const T *const Pc = w.Pc, *const Q = w.Q;
+  const L *const C = saved.C, *const CQ = saved.CQ, *const K = saved.K;
+  L *const dZ = grads.dZ, *const dPc = grads.dPc, *const dQ = grads.dQ;
+  L *const dK = scratch.dK, *const dCQ = scratch.dCQ, *const dC = scratch.dC;
+  // dK = G Z^T                                      <- Z' = Z + K Z
   for (int i = 0; i < D; ++i) {
-    L acc[DM];
+    L acc[kRowLen<FixedD>];
 #pragma GCC unroll 16
     for (int k = 0; k < D; ++k) acc[k] = L{};
     for (int j = 0; j < N; ++j) {
@@ -125,116 +195,42 @@ void linear_backward(int D_, int N, int n, int H, const Lane<T>* Z, const T* Pc,
     for (int k = 0; k < D; ++k) dK[i * D + k] = acc[k];
   }
   // dZ = G + K^T G
-  for (int j = 0; j < N; ++j) {
-    L gc[DM];
-#pragma GCC unroll 16
-    for (int i = 0; i < D; ++i) gc[i] = G[i * N + j];
-#pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) {
-      L acc = gc[k];
-#pragma GCC unroll 16
-      for (int i = 0; i < D; ++i) acc += K[i * D + k] * gc[i];
-      dZ[k * N + j] = acc;
-    }
-  }
-  for (int x = 0; x < D * D; ++x) dC[x] = L{};
+  apply_columns<FixedD, true>(D, N, N, K, 1, D, G, dZ);
+  for (int x = 0; x < DD; ++x) dC[x] = L{};
   for (int h = 0; h < H; ++h) {
-    const T* Qh = Q + h * D * D;
-    const T* Ph = Pc + h * D * D;
-    const L* Th = Tt + h * D * D;
-    L* dPh = dPc + h * D * D;
-    L* dQh = dQ + h * D * D;
-    // dPc_h += dK T_h^T
-    for (int i = 0; i < D; ++i) {
-      L dk[DM];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) dk[k] = dK[i * D + k];
-#pragma GCC unroll 16
-      for (int m = 0; m < D; ++m) {
-        L acc = dPh[i * D + m];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc += dk[k] * Th[m * D + k];
-        dPh[i * D + m] = acc;
-      }
-    }
-    // dT_h = Pc_h^T dK
-    for (int m = 0; m < D; ++m) {
-      L acc[DM];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc[k] = L{};
-#pragma GCC unroll 16
-      for (int i = 0; i < D; ++i) {
-        const T p = Ph[i * D + m];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc[k] += p * dK[i * D + k];
-      }
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) dT[m * D + k] = acc[k];
-    }
-    // dQ_h += C^T dT_h  (C symmetric)
-    for (int m = 0; m < D; ++m) {
-      L acc[DM];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc[k] = dQh[m * D + k];
-#pragma GCC unroll 16
-      for (int i = 0; i < D; ++i) {
-        const L cim = C[m * D + i];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc[k] += cim * dT[i * D + k];
-      }
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) dQh[m * D + k] = acc[k];
-    }
-    // dC += dT_h Q_h^T
-    for (int i = 0; i < D; ++i) {
-      L dt[DM];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) dt[k] = dT[i * D + k];
-#pragma GCC unroll 16
-      for (int m = 0; m < D; ++m) {
-        L acc = dC[i * D + m];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc += dt[k] * Qh[m * D + k];
-        dC[i * D + m] = acc;
-      }
-    }
+    // dPc_h += dK CQ_h^T,  dCQ_h = Pc_h^T dK         <- K = sum_h Pc_h CQ_h
+    add_matmul_bt<FixedD>(D, dK, CQ + h * DD, dPc + h * DD);
+    matmul_rows<FixedD, false>(D, Pc + h * DD, 1, D, dK, dCQ);
+    // dQ_h += C^T dCQ_h (C symmetric: C as stored),  dC += dCQ_h Q_h^T   <- CQ_h = C Q_h
+    matmul_rows<FixedD, true>(D, C, D, 1, dCQ, dQ + h * DD);
+    add_matmul_bt<FixedD>(D, dCQ, Q + h * DD, dC);
   }
-  // dz_j += (dC + dC^T) z_j, j < n   (dK is free again: reuse it for the symmetrised dC)
-  L* S = dK;
+  // dz_j += (dC + dC^T) z_j, j < n                  <- C = sum_{j<n} z_j z_j^T   (dK is free again)
+  L* const dC_sym = dK;
   for (int i = 0; i < D; ++i)
-    for (int k = 0; k < D; ++k) S[i * D + k] = dC[i * D + k] + dC[k * D + i];
-  for (int j = 0; j < n; ++j) {
-    L zc[DM];
-#pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) zc[k] = Z[k * N + j];
-#pragma GCC unroll 16
-    for (int i = 0; i < D; ++i) {
-      L acc = dZ[i * N + j];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc += S[i * D + k] * zc[k];
-      dZ[i * N + j] = acc;
-    }
-  }
+    for (int k = 0; k < D; ++k) dC_sym[i * D + k] = dC[i * D + k] + dC[k * D + i];
+  apply_columns<FixedD, false>(D, N, n, dC_sym, D, 1, Z, dZ);
 }
 
 template <class T>
-using LinearForwardFn = void (*)(int, int, int, int, const Lane<T>*, const T*, const T*, Lane<T>*, Lane<T>*,
-                                 Lane<T>*, Lane<T>*);
+using LinearForwardFn = void (*)(const LayerDims&, const LayerWeights<T>&, const Lane<T>*,
+                                 const LinearSaved<Lane<T>>&, Lane<T>*);
 template <class T>
-using LinearBackwardFn = void (*)(int, int, int, int, const Lane<T>*, const T*, const T*, const Lane<T>*,
-                                  const Lane<T>*, const Lane<T>*, const Lane<T>*, Lane<T>*, Lane<T>*, Lane<T>*,
-                                  Lane<T>*, Lane<T>*, Lane<T>*);
+using LinearBackwardFn = void (*)(const LayerDims&, const LayerWeights<T>&, const Lane<T>*,
+                                  const LinearSaved<const Lane<T>>&, const Lane<T>*, const LinearGrads<T>&,
+                                  const LinearScratch<T>&);
 
-template <class T, int DC>
+// The kernels for D (fixed for D in kMinFixedD..kMaxFixedD, else generic).
+template <class T, int FixedD>
 void pick_linear(int D, LinearForwardFn<T>* f, LinearBackwardFn<T>* b) {
-  if constexpr (DC > kMaxFixedD) {
+  if constexpr (FixedD > kMaxFixedD) {
     *f = &linear_forward<T, 0>;
     *b = &linear_backward<T, 0>;
-  } else if (D == DC) {
-    *f = &linear_forward<T, DC>;
-    *b = &linear_backward<T, DC>;
+  } else if (D == FixedD) {
+    *f = &linear_forward<T, FixedD>;
+    *b = &linear_backward<T, FixedD>;
   } else {
-    pick_linear<T, DC + 1>(D, f, b);
+    pick_linear<T, FixedD + 1>(D, f, b);
   }
 }
 
@@ -250,10 +246,10 @@ void lane_softmax_columns(int n, int N, Lane<T>* S) {   // S: n x N, softmax ove
     }
 }
 
-// One softmax head, forward: adds P_h Vv into Zout; keeps R, A, Vv.
+// One softmax head, forward: adds P_h ZA into Zout; keeps R, A, ZA.
 template <class T>
 void softmax_head_forward(int D, int N, int n, const Lane<T>* Z, const T* P, const T* Q, Lane<T>* R,
-                          Lane<T>* A, Lane<T>* Vv, Lane<T>* Zout) {
+                          Lane<T>* A, Lane<T>* ZA, Lane<T>* Zout) {
   using L = Lane<T>;
   for (int i = 0; i < D; ++i)
     for (int j = 0; j < N; ++j) {
@@ -272,44 +268,44 @@ void softmax_head_forward(int D, int N, int n, const Lane<T>* Z, const T* P, con
     for (int j = 0; j < N; ++j) {
       L acc{};
       for (int a = 0; a < n; ++a) acc += Z[i * N + a] * A[a * N + j];
-      Vv[i * N + j] = acc;
+      ZA[i * N + j] = acc;
     }
   for (int i = 0; i < D; ++i)
     for (int j = 0; j < N; ++j) {
       L acc = Zout[i * N + j];
-      for (int m = 0; m < D; ++m) acc += P[i * D + m] * Vv[m * N + j];
+      for (int m = 0; m < D; ++m) acc += P[i * D + m] * ZA[m * N + j];
       Zout[i * N + j] = acc;
     }
 }
 
-// One softmax head, backward: adds into dZ, dP, dQ.  Scratch: dVv (D x N), dS (n x N), dR (D x N).
+// One softmax head, backward: adds into dZ, dP, dQ.  Scratch: dZA (D x N), dS (n x N), dR (D x N).
 template <class T>
 void softmax_head_backward(int D, int N, int n, const Lane<T>* Z, const T* P, const T* Q, const Lane<T>* R,
-                           const Lane<T>* A, const Lane<T>* Vv, const Lane<T>* G, Lane<T>* dZ, Lane<T>* dP,
-                           Lane<T>* dQ, Lane<T>* dVv, Lane<T>* dS, Lane<T>* dR) {
+                           const Lane<T>* A, const Lane<T>* ZA, const Lane<T>* G, Lane<T>* dZ, Lane<T>* dP,
+                           Lane<T>* dQ, Lane<T>* dZA, Lane<T>* dS, Lane<T>* dR) {
   using L = Lane<T>;
   for (int m = 0; m < D; ++m)
     for (int j = 0; j < N; ++j) {
       L acc{};
       for (int i = 0; i < D; ++i) acc += P[i * D + m] * G[i * N + j];
-      dVv[m * N + j] = acc;
+      dZA[m * N + j] = acc;
     }
   for (int i = 0; i < D; ++i)
     for (int m = 0; m < D; ++m) {
       L acc = dP[i * D + m];
-      for (int j = 0; j < N; ++j) acc += G[i * N + j] * Vv[m * N + j];
+      for (int j = 0; j < N; ++j) acc += G[i * N + j] * ZA[m * N + j];
       dP[i * D + m] = acc;
     }
   for (int i = 0; i < D; ++i)
     for (int a = 0; a < n; ++a) {
       L acc = dZ[i * N + a];
-      for (int j = 0; j < N; ++j) acc += dVv[i * N + j] * A[a * N + j];
+      for (int j = 0; j < N; ++j) acc += dZA[i * N + j] * A[a * N + j];
       dZ[i * N + a] = acc;
     }
   for (int a = 0; a < n; ++a)
     for (int j = 0; j < N; ++j) {
       L acc{};
-      for (int i = 0; i < D; ++i) acc += Z[i * N + a] * dVv[i * N + j];
+      for (int i = 0; i < D; ++i) acc += Z[i * N + a] * dZA[i * N + j];
       dS[a * N + j] = acc;   // dA for now
     }
   for (int j = 0; j < N; ++j) {
@@ -378,46 +374,58 @@ ModelShape model_shape(const Point& p) {
 template <class T>
 struct LaneModel<T>::Impl {
   using L = Lane<T>;
-  int D, N, n, Ls, H, DD, DN;
+  int D, N, n, layers, H, DD, DN;
   T c;
   T act_clip;
   bool softmax;
-  std::vector<T> Pc, Q;                    // Ls x H x D x D
-  LaneVec<T> Zs;                           // (Ls+1) x D x N: input of each layer, then the output
-  LaneVec<T> C, Tt, K;                     // linear caches: Ls x D x D, Ls x H x D x D, Ls x D x D
-  LaneVec<T> R, A, Vv;                     // softmax caches: Ls x H x (D x N, n x N, D x N)
-  LaneVec<T> dP, dQ;                       // gradient accumulators, Ls x H x D x D
-  LaneVec<T> G, dZ, dK, dT, dC, dVv, dS, dR;   // backward scratch
+  std::vector<T> Pc, Q;                    // layers x H x D x D
+  LaneVec<T> Zs;                           // (layers+1) x D x N: input of each layer, then the output
+  LaneVec<T> C, CQ, K;                     // linear caches: layers x (D x D, H x D x D, D x D)
+  LaneVec<T> R, A, ZA;                     // softmax caches: layers x H x (D x N, n x N, D x N)
+  LaneVec<T> dP, dQ;                       // gradient accumulators, layers x H x D x D
+  LaneVec<T> G, dZ;                        // dL/dZ at a layer's output, at its input: D x N
+  LaneVec<T> dK, dCQ, dC, dZA, dS, dR;     // backward scratch (linear: D x D; softmax: D x N, n x N, D x N)
   LinearForwardFn<T> fwd = nullptr;
   LinearBackwardFn<T> bwd = nullptr;
 
   explicit Impl(const ModelShape& s)
-      : D(s.d + 1), N(s.n + 1), n(s.n), Ls(s.layers), H(s.heads), DD(D * D), DN(D * N),
+      : D(s.d + 1), N(s.n + 1), n(s.n), layers(s.layers), H(s.heads), DD(D * D), DN(D * N),
         c(static_cast<T>(s.c)), act_clip(static_cast<T>(s.act_clip)), softmax(s.attention == Attention::softmax) {
     ICL_CHECK(D <= kMaxD);
-    Pc.assign(static_cast<size_t>(Ls) * H * DD, T(0));
+    Pc.assign(static_cast<size_t>(layers) * H * DD, T(0));
     Q.assign(Pc.size(), T(0));
-    Zs.assign(static_cast<size_t>(Ls + 1) * DN, L{});
-    dP.assign(static_cast<size_t>(Ls) * H * DD, L{});
+    Zs.assign(static_cast<size_t>(layers + 1) * DN, L{});
+    dP.assign(static_cast<size_t>(layers) * H * DD, L{});
     dQ.assign(dP.size(), L{});
     G.assign(DN, L{});
     dZ.assign(DN, L{});
     if (softmax) {
-      R.assign(static_cast<size_t>(Ls) * H * DN, L{});
-      A.assign(static_cast<size_t>(Ls) * H * n * N, L{});
-      Vv.assign(R.size(), L{});
-      dVv.assign(DN, L{});
+      R.assign(static_cast<size_t>(layers) * H * DN, L{});
+      A.assign(static_cast<size_t>(layers) * H * n * N, L{});
+      ZA.assign(R.size(), L{});
+      dZA.assign(DN, L{});
       dS.assign(static_cast<size_t>(n) * N, L{});
       dR.assign(DN, L{});
     } else {
-      C.assign(static_cast<size_t>(Ls) * DD, L{});
-      Tt.assign(static_cast<size_t>(Ls) * H * DD, L{});
+      C.assign(static_cast<size_t>(layers) * DD, L{});
+      CQ.assign(static_cast<size_t>(layers) * H * DD, L{});
       K.assign(C.size(), L{});
       dK.assign(DD, L{});
-      dT.assign(DD, L{});
+      dCQ.assign(DD, L{});
       dC.assign(DD, L{});
       pick_linear<T, kMinFixedD>(D, &fwd, &bwd);
     }
+  }
+
+  // Layer l's slices: its weights; Z_l, the tokens entering it (l = layers: the output); its linear caches.
+  LayerDims dims() const { return {D, N, n, H}; }
+  size_t weights_at(int l) const { return static_cast<size_t>(l) * H * DD; }
+  LayerWeights<T> weights(int l) const { return {Pc.data() + weights_at(l), Q.data() + weights_at(l)}; }
+  L* tokens(int l) { return Zs.data() + static_cast<size_t>(l) * DN; }
+  template <class X>   // X = L (the forward writes) or const L (the backward reads)
+  LinearSaved<X> linear_saved(int l) {
+    const size_t at = static_cast<size_t>(l) * DD;
+    return {C.data() + at, CQ.data() + weights_at(l), K.data() + at};
   }
 };
 
@@ -439,22 +447,21 @@ template <class T>
 void LaneModel<T>::model_forward(const L* Z0, L* yhat) {
   Impl& m = *impl_;
   const int D = m.D, N = m.N, n = m.n, H = m.H;
+  const LayerDims dims = m.dims();
   std::memcpy(static_cast<void*>(m.Zs.data()), Z0, sizeof(L) * m.DN);
-  for (int l = 0; l < m.Ls; ++l) {
-    const L* Z = m.Zs.data() + static_cast<size_t>(l) * m.DN;
-    L* Zout = m.Zs.data() + static_cast<size_t>(l + 1) * m.DN;
-    const T* Pl = m.Pc.data() + static_cast<size_t>(l) * H * m.DD;
-    const T* Ql = m.Q.data() + static_cast<size_t>(l) * H * m.DD;
+  for (int l = 0; l < m.layers; ++l) {
+    const L* Z = m.tokens(l);
+    L* Zout = m.tokens(l + 1);
+    const LayerWeights<T> w = m.weights(l);
     if (m.softmax) {
       std::memcpy(static_cast<void*>(Zout), Z, sizeof(L) * m.DN);
       for (int h = 0; h < H; ++h) {
         const size_t lh = static_cast<size_t>(l) * H + h;
-        softmax_head_forward<T>(D, N, n, Z, Pl + h * m.DD, Ql + h * m.DD, m.R.data() + lh * m.DN,
-                                m.A.data() + lh * n * N, m.Vv.data() + lh * m.DN, Zout);
+        softmax_head_forward<T>(D, N, n, Z, w.Pc + h * m.DD, w.Q + h * m.DD, m.R.data() + lh * m.DN,
+                                m.A.data() + lh * n * N, m.ZA.data() + lh * m.DN, Zout);
       }
     } else {
-      m.fwd(D, N, n, H, Z, Pl, Ql, m.C.data() + static_cast<size_t>(l) * m.DD,
-            m.Tt.data() + static_cast<size_t>(l) * H * m.DD, m.K.data() + static_cast<size_t>(l) * m.DD, Zout);
+      m.fwd(dims, w, Z, m.template linear_saved<L>(l), Zout);
     }
     if (m.act_clip > 0) act_clip_forward<T>(Zout, m.DN, m.act_clip);
     yhat[l] = -Zout[(D - 1) * N + n];
@@ -467,25 +474,24 @@ void LaneModel<T>::model_backward(const L& dyhat) {
   const int D = m.D, N = m.N, n = m.n, H = m.H;
   for (auto& g : m.G) g = L{};
   m.G[(D - 1) * N + n] = -dyhat;   // yhat = -Z_L[d, n]
-  for (int l = m.Ls - 1; l >= 0; --l) {
-    const L* Z = m.Zs.data() + static_cast<size_t>(l) * m.DN;
-    const T* Pl = m.Pc.data() + static_cast<size_t>(l) * H * m.DD;
-    const T* Ql = m.Q.data() + static_cast<size_t>(l) * H * m.DD;
-    L* dPl = m.dP.data() + static_cast<size_t>(l) * H * m.DD;
-    L* dQl = m.dQ.data() + static_cast<size_t>(l) * H * m.DD;
-    if (m.act_clip > 0) act_clip_backward<T>(Z + m.DN, m.G.data(), m.DN, m.act_clip);   // Z + DN: this layer's output
+  const LayerDims dims = m.dims();
+  for (int l = m.layers - 1; l >= 0; --l) {
+    const L* Z = m.tokens(l);
+    const LayerWeights<T> w = m.weights(l);
+    L* dPl = m.dP.data() + m.weights_at(l);
+    L* dQl = m.dQ.data() + m.weights_at(l);
+    if (m.act_clip > 0) act_clip_backward<T>(m.tokens(l + 1), m.G.data(), m.DN, m.act_clip);
     if (m.softmax) {
       std::memcpy(static_cast<void*>(m.dZ.data()), m.G.data(), sizeof(L) * m.DN);
       for (int h = 0; h < H; ++h) {
         const size_t lh = static_cast<size_t>(l) * H + h;
-        softmax_head_backward<T>(D, N, n, Z, Pl + h * m.DD, Ql + h * m.DD, m.R.data() + lh * m.DN,
-                                 m.A.data() + lh * n * N, m.Vv.data() + lh * m.DN, m.G.data(), m.dZ.data(),
-                                 dPl + h * m.DD, dQl + h * m.DD, m.dVv.data(), m.dS.data(), m.dR.data());
+        softmax_head_backward<T>(D, N, n, Z, w.Pc + h * m.DD, w.Q + h * m.DD, m.R.data() + lh * m.DN,
+                                 m.A.data() + lh * n * N, m.ZA.data() + lh * m.DN, m.G.data(), m.dZ.data(),
+                                 dPl + h * m.DD, dQl + h * m.DD, m.dZA.data(), m.dS.data(), m.dR.data());
       }
     } else {
-      m.bwd(D, N, n, H, Z, Pl, Ql, m.C.data() + static_cast<size_t>(l) * m.DD,
-            m.Tt.data() + static_cast<size_t>(l) * H * m.DD, m.K.data() + static_cast<size_t>(l) * m.DD,
-            m.G.data(), m.dZ.data(), dPl, dQl, m.dK.data(), m.dT.data(), m.dC.data());
+      m.bwd(dims, w, Z, m.template linear_saved<const L>(l), m.G.data(), {m.dZ.data(), dPl, dQl},
+            {m.dK.data(), m.dCQ.data(), m.dC.data()});
     }
     m.G.swap(m.dZ);
   }
@@ -496,7 +502,7 @@ const Lane<T>* LaneModel<T>::input_grad() const { return impl_->G.data(); }
 
 template <class T>
 const Lane<T>* LaneModel<T>::output() const {
-  return impl_->Zs.data() + static_cast<size_t>(impl_->Ls) * impl_->DN;
+  return impl_->tokens(impl_->layers);
 }
 
 template <class T>

@@ -6,9 +6,12 @@
 namespace icl {
 
 template <class T>
-Objective<T>::Objective(const Point& p)
-    : layout_(p), model_(model_shape(p)), P_(layout_.PQ_size()), Q_(layout_.PQ_size()),
-      dP_(layout_.PQ_size()), dQ_(layout_.PQ_size()), sum_(p.layers), yhat_(p.layers) {}
+Objective<T>::Objective(const ModelShape& shape, Param param, bool tie)
+    : layout_(shape, param, tie), model_(shape), P_(layout_.PQ_size()), Q_(layout_.PQ_size()),
+      dP_(layout_.PQ_size()), dQ_(layout_.PQ_size()), sum_(shape.layers), yhat_(shape.layers) {}
+
+template <class T>
+Objective<T>::Objective(const Point& p) : Objective(model_shape(p), p.param, p.tie) {}
 
 template <class T>
 void Objective<T>::load(const std::vector<double>& theta) {
@@ -41,17 +44,17 @@ template <class T>
 void Objective<T>::layer_losses(const TaskBatch<T>& batch, const std::vector<double>& theta,
                                 std::vector<double>& layer_loss) {
   load(theta);
-  const int Ls = model_.shape().layers;
+  const int layers = model_.shape().layers;
   for (double& s : sum_) s = 0.0;
   for (int c = 0; c < batch.chunks; ++c) {
     model_.model_forward(batch.chunk_Z(c), yhat_.data());
-    for (int l = 0; l < Ls; ++l) {
+    for (int l = 0; l < layers; ++l) {
       const Lane<T> e = (yhat_[l] - batch.y[c]) * batch.mask[c];
       sum_[l] += static_cast<double>(lane_sum<T>(e * e));
     }
   }
-  layer_loss.resize(Ls);
-  for (int l = 0; l < Ls; ++l) layer_loss[l] = sum_[l] / batch.B;
+  layer_loss.resize(layers);
+  for (int l = 0; l < layers; ++l) layer_loss[l] = sum_[l] / batch.B;
 }
 
 template class Objective<float>;

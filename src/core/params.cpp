@@ -6,84 +6,98 @@
 #include "icl/core/rng.hpp"
 
 namespace icl {
+namespace {
 
-ParamLayout::ParamLayout(const Point& p)
-    : param_(p.param), d_(p.d), D_(p.d + 1), layers_(p.layers), heads_(p.heads),
-      blocks_(p.tie ? 1 : p.layers), tie_(p.tie) {
-  auto add = [&](const char* name, int l, int h, int rows, int cols, int fan_in) {
-    views_.push_back({name, l, h, size_, rows, cols, fan_in});
-    size_ += rows * cols;
-  };
-  for (int l = 0; l < blocks_; ++l)
-    for (int h = 0; h < heads_; ++h) switch (param_) {
-        case Param::full: add("P", l, h, D_, D_, D_); add("Q", l, h, D_, D_, D_); break;
-        case Param::sparse_a: add("A", l, h, d_, d_, d_); break;
-        case Param::sparse_ab: add("A", l, h, d_, d_, d_); add("B", l, h, d_, d_, d_); break;
-        case Param::diag: add("p", l, h, 1, 2, 1); add("q", l, h, 1, 2, 1); break;
-        case Param::gdpp: add("p", l, h, 1, 2, 1); add("q", l, h, 1, 1, 1); break;
+// The views of one (layer, head) under each parameterisation (the table of params.hpp).
+struct ViewSpec {
+  const char* name;
+  int rows, cols, fan_in;
+  Weight matrix;
+  Placement placement;
+};
+
+std::vector<ViewSpec> head_views(Param param, int d) {
+  const int D = d + 1;
+  const Placement block = Placement::top_left, diagonal = Placement::diagonal;
+  switch (param) {
+    case Param::full: return {{"P", D, D, D, Weight::P, block}, {"Q", D, D, D, Weight::Q, block}};
+    case Param::sparse_a: return {{"A", d, d, d, Weight::Q, block}};
+    case Param::sparse_ab: return {{"A", d, d, d, Weight::Q, block}, {"B", d, d, d, Weight::P, block}};
+    case Param::diag: return {{"p", 1, 2, 1, Weight::P, diagonal}, {"q", 1, 2, 1, Weight::Q, diagonal}};
+    case Param::gdpp: return {{"p", 1, 2, 1, Weight::P, diagonal}, {"q", 1, 1, 1, Weight::Q, diagonal}};
+  }
+  ICL_CHECK(false);
+  return {};
+}
+
+// M (D x D, row-major) <- the entries of view v, theta_v = theta + v.offset, at v's placement.
+template <class T>
+void view_expand(const ParamView& v, int d, const double* theta_v, T* M) {
+  const int D = d + 1;
+  switch (v.placement) {
+    case Placement::top_left:
+      for (int i = 0; i < v.rows; ++i)
+        for (int k = 0; k < v.cols; ++k) M[i * D + k] = static_cast<T>(theta_v[i * v.cols + k]);
+      break;
+    case Placement::diagonal:
+      for (int i = 0; i < d; ++i) M[i * D + i] = static_cast<T>(theta_v[0]);
+      if (v.cols == 2) M[d * D + d] = static_cast<T>(theta_v[1]);
+      break;
+  }
+}
+
+// Its adjoint: dtheta_v += the entries of dM (D x D) at v's placement.
+void view_collapse(const ParamView& v, int d, const double* dM, double* dtheta_v) {
+  const int D = d + 1;
+  switch (v.placement) {
+    case Placement::top_left:
+      for (int i = 0; i < v.rows; ++i)
+        for (int k = 0; k < v.cols; ++k) dtheta_v[i * v.cols + k] += dM[i * D + k];
+      break;
+    case Placement::diagonal:
+      for (int i = 0; i < d; ++i) dtheta_v[0] += dM[i * D + i];
+      if (v.cols == 2) dtheta_v[1] += dM[d * D + d];
+      break;
+  }
+}
+
+}  // namespace
+
+ParamLayout::ParamLayout(const ModelShape& shape, Param param, bool tie)
+    : d_(shape.d), D_(shape.d + 1), layers_(shape.layers), heads_(shape.heads), tie_(tie),
+      P_label_one_(param == Param::sparse_a || param == Param::sparse_ab) {
+  const std::vector<ViewSpec> per_head = head_views(param, d_);
+  for (int l = 0; l < (tie ? 1 : layers_); ++l)
+    for (int h = 0; h < heads_; ++h)
+      for (const ViewSpec& s : per_head) {
+        views_.push_back({s.name, l, h, size_, s.rows, s.cols, s.fan_in, s.matrix, s.placement});
+        size_ += s.rows * s.cols;
       }
+}
+
+ParamLayout::ParamLayout(const Point& p) : ParamLayout(model_shape(p), p.param, p.tie) {}
+
+template <class M>
+M* ParamLayout::matrix_of(const ParamView& v, int layer, M* P, M* Q) const {
+  return (v.matrix == Weight::P ? P : Q) + (static_cast<size_t>(layer) * heads_ + v.head) * D_ * D_;
 }
 
 template <class T>
 void ParamLayout::expand(const double* theta, T* P, T* Q) const {
-  const int D = D_, d = d_, DD = D * D, per_block = size_ / blocks_;
-  for (int l = 0; l < layers_; ++l)
-    for (int h = 0; h < heads_; ++h) {
-      T* Pm = P + (static_cast<size_t>(l) * heads_ + h) * DD;
-      T* Qm = Q + (static_cast<size_t>(l) * heads_ + h) * DD;
-      for (int x = 0; x < DD; ++x) Pm[x] = Qm[x] = T(0);
-      const double* th = theta + static_cast<size_t>(tie_ ? 0 : l) * per_block + static_cast<size_t>(h) * (per_block / heads_);
-      switch (param_) {
-        case Param::full:
-          for (int x = 0; x < DD; ++x) { Pm[x] = static_cast<T>(th[x]); Qm[x] = static_cast<T>(th[DD + x]); }
-          break;
-        case Param::sparse_a:
-        case Param::sparse_ab:
-          for (int i = 0; i < d; ++i)
-            for (int k = 0; k < d; ++k) {
-              Qm[i * D + k] = static_cast<T>(th[i * d + k]);
-              if (param_ == Param::sparse_ab) Pm[i * D + k] = static_cast<T>(th[d * d + i * d + k]);
-            }
-          Pm[DD - 1] = T(1);
-          break;
-        case Param::diag:
-        case Param::gdpp:
-          for (int i = 0; i < d; ++i) { Pm[i * D + i] = static_cast<T>(th[0]); Qm[i * D + i] = static_cast<T>(th[2]); }
-          Pm[DD - 1] = static_cast<T>(th[1]);
-          Qm[DD - 1] = param_ == Param::diag ? static_cast<T>(th[3]) : T(0);
-          break;
-      }
-    }
+  const int DD = D_ * D_;
+  for (int x = 0; x < PQ_size(); ++x) P[x] = Q[x] = T(0);
+  if (P_label_one_)
+    for (int lh = 0; lh < layers_ * heads_; ++lh) P[static_cast<size_t>(lh) * DD + DD - 1] = T(1);
+  for (const ParamView& v : views_)
+    for (int l = first_layer(v); l < end_layer(v); ++l)
+      view_expand(v, d_, theta + v.offset, matrix_of(v, l, P, Q));
 }
 
 void ParamLayout::collapse(const double* dP, const double* dQ, double* dtheta) const {
-  const int D = D_, d = d_, DD = D * D, per_block = size_ / blocks_;
   for (int x = 0; x < size_; ++x) dtheta[x] = 0.0;
-  for (int l = 0; l < layers_; ++l)
-    for (int h = 0; h < heads_; ++h) {
-      const double* Pm = dP + (static_cast<size_t>(l) * heads_ + h) * DD;
-      const double* Qm = dQ + (static_cast<size_t>(l) * heads_ + h) * DD;
-      double* th = dtheta + static_cast<size_t>(tie_ ? 0 : l) * per_block + static_cast<size_t>(h) * (per_block / heads_);
-      switch (param_) {
-        case Param::full:
-          for (int x = 0; x < DD; ++x) { th[x] += Pm[x]; th[DD + x] += Qm[x]; }
-          break;
-        case Param::sparse_a:
-        case Param::sparse_ab:
-          for (int i = 0; i < d; ++i)
-            for (int k = 0; k < d; ++k) {
-              th[i * d + k] += Qm[i * D + k];
-              if (param_ == Param::sparse_ab) th[d * d + i * d + k] += Pm[i * D + k];
-            }
-          break;
-        case Param::diag:
-        case Param::gdpp:
-          for (int i = 0; i < d; ++i) { th[0] += Pm[i * D + i]; th[2] += Qm[i * D + i]; }
-          th[1] += Pm[DD - 1];
-          if (param_ == Param::diag) th[3] += Qm[DD - 1];
-          break;
-      }
-    }
+  for (const ParamView& v : views_)
+    for (int l = first_layer(v); l < end_layer(v); ++l)
+      view_collapse(v, d_, matrix_of(v, l, dP, dQ), dtheta + v.offset);
 }
 
 std::vector<double> param_init(const Point& p, const ParamLayout& layout) {

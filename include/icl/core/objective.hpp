@@ -14,7 +14,8 @@ namespace icl {
 template <class T>
 class Objective {
  public:
-  explicit Objective(const Point& p);
+  Objective(const ModelShape& shape, Param param, bool tie);
+  explicit Objective(const Point& p);   // Objective(model_shape(p), p.param, p.tie)
   const ParamLayout& layout() const { return layout_; }
   LaneModel<T>& model() { return model_; }
 
