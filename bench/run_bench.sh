@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Training throughput beside PyTorch and the machine's FP32 peak, measured in one run, single thread.
 # Needs python3-torch and, for a fair peer, OpenBLAS (Debian's default reference BLAS slows torch's
-# batched products several times): both are installed here if missing.
+# batched products several times): both are installed here if missing.  Rows 3 and 4 are [VO23]'s transformer
+# (bench_train 3, 4) beside bench/torch_transformer_peer.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 need=()
@@ -18,7 +19,7 @@ export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 
 peak=$(./build/peak_fp32 | awk '/^peak_fp32_gflops/ {print $2}')
 declare -A icl torch gf rss an an_run an_paper
-for c in 1 2; do
+for c in 1 2 3 4; do
   line=$(taskset -c 0 ./build/bench/bench_train $c)
   echo "$line" >&2
   icl[$c]=$(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
@@ -31,16 +32,21 @@ done
 tline1=$(taskset -c 0 /usr/bin/python3 bench/torch_peer.py --d 5 --n 20 --layers 3 --batch 1000 --seconds 15 2>/dev/null)
 tline2=$(taskset -c 0 /usr/bin/python3 bench/torch_peer.py --d 10 --n 20 --layers 7 --batch 2048 --lr 1e-4 --seconds 20 2>/dev/null)
 echo "$tline1" >&2; echo "$tline2" >&2
+tline3=$(taskset -c 0 /usr/bin/python3 bench/torch_transformer_peer.py --config fig5 --seconds 15 2>/dev/null)
+tline4=$(taskset -c 0 /usr/bin/python3 bench/torch_transformer_peer.py --config fig8 --seconds 20 2>/dev/null)
+echo "$tline3" >&2; echo "$tline4" >&2
 torch[1]=$(awk '{print $2}' <<<"$tline1")
 torch[2]=$(awk '{print $2}' <<<"$tline2")
+torch[3]=$(awk '{print $2}' <<<"$tline3")
+torch[4]=$(awk '{print $2}' <<<"$tline4")
 blas=$(sed -n 's/.*blas=\([^ ]*\).*/\1/p' <<<"$tline1")
 
 echo
 echo "single thread, float32; FP32 peak of one core: ${peak} GFLOP/s; PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null) with BLAS ${blas}"
 printf '| %-28s | %12s | %14s | %9s | %12s | %9s | %12s |\n' config "icl steps/s" "torch steps/s" "icl/torch" "icl GFLOP/s" "% of peak" "peak RSS MiB"
 printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------------ -------------- ---------------- ----------- -------------- ----------- --------------
-names=([1]="d=5 n=20 L=3 B=1000" [2]="d=10 n=20 L=7 B=2048")
-for c in 1 2; do
+names=([1]="d=5 n=20 L=3 B=1000" [2]="d=10 n=20 L=7 B=2048" [3]="vo23 fig5 (L=2 H=1 B=2048)" [4]="vo23 fig8 (L=12 H=4 B=2048)")
+for c in 1 2 3 4; do
   printf '| %-28s | %12.1f | %14.2f | %8.1fx | %12.1f | %8.1f%% | %12.1f |\n' "${names[$c]}" "${icl[$c]}" "${torch[$c]}" \
     "$(awk -v a="${icl[$c]}" -v b="${torch[$c]}" 'BEGIN {print a / b}')" "${gf[$c]}" "$(awk -v a="${gf[$c]}" -v b="$peak" 'BEGIN {print 100 * a / b}')" "${rss[$c]}"
 done

@@ -156,11 +156,16 @@ RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
   if (law.noise == NoiseKind::set)
     task.sigma = law.noise_sigma[std::min(levels - 1, static_cast<size_t>(us * static_cast<double>(levels)))];
 
-  // step 5: labels; context noise from normals d + (n+1) d + j
+  // step 5: labels; context noise from normals d + (n+1) d + j; the sine task from uniform 2 mp + 1 + N d
   const T* eps = z.data() + d + N * d;
+  const double u_sine = rng_uniform(k, 2 * mp + 1 + N * d);
+  if (law.task == Task::sine) w[0] = static_cast<T>(0.1 + 0.4 * u_sine);
   for (int j = 0; j < N; ++j) {
     T label = T(0);
-    for (int i = 0; i < d; ++i) label = madd(w[i], x(j, i), label);
+    if (law.task == Task::sine)
+      label = static_cast<T>((0.1 + 0.4 * u_sine) * std::sin(static_cast<double>(x(j, 0)) + 3.14159265358979323846 * u_sine));
+    else
+      for (int i = 0; i < d; ++i) label = madd(w[i], x(j, i), label);
     if (j < n) x(j, d) = madd(static_cast<T>(task.sigma), eps[j], label);
     else task.y_query = label;
   }

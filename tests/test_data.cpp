@@ -163,6 +163,42 @@ std::string spectrum(int d) {
 
 // Every input law, covariance, w prior, noise law and out-of-distribution scale of the option table,
 // float and double, batch sizes that leave a chunk partly padded, odd and even normal counts, several
+// [VO23]'s sine task (create_reg_data_sin): bitwise against the scalar reference, and its law: x in
+// (-5, 5), a = 0.1 + 0.4 u in [0.1, 0.5], every label a sin(x + pi u) with the task's own (a, u).
+TEST(Data, SineTaskMatchesTheReferenceAndItsLaw) {
+  const Point p = test::make_point({{"task", "sine"}, {"d", "1"}, {"n", "10"}, {"x_dist", "uniform:5"}, {"seed", "3"}});
+  const TaskLaw law = make_task_law(p);
+  for (const int B : {1, 17, 1000}) {
+    TaskBatch<float> bf;
+    bf.resize(B, 1, 10);
+    sample_tasks(law, p.seed, Stream::train, 5, bf);
+    ASSERT_EQ(bitwise_difference(bf, test::sample_tasks_ref<float>(law, p.seed, Stream::train, 5, B)), "") << B;
+    TaskBatch<double> bd;
+    bd.resize(B, 1, 10);
+    sample_tasks(law, p.seed, Stream::train, 5, bd);
+    ASSERT_EQ(bitwise_difference(bd, test::sample_tasks_ref<double>(law, p.seed, Stream::train, 5, B)), "") << B;
+    double amin = 1, amax = 0;
+    for (int t = 0; t < B; ++t) {
+      Eigen::MatrixXd X;
+      Eigen::VectorXd y;
+      batch_task(bd, t, &X, &y);
+      const double a = bd.w[t], u = (a - 0.1) / 0.4;
+      amin = std::min(amin, a);
+      amax = std::max(amax, a);
+      for (int j = 0; j <= 10; ++j) {
+        ASSERT_LT(std::fabs(X(0, j)), 5.0);
+        ASSERT_NEAR(y[j], a * std::sin(X(0, j) + 3.14159265358979323846 * u), 1e-12);
+      }
+    }
+    if (B == 1000) {
+      EXPECT_GE(amin, 0.1);
+      EXPECT_LE(amax, 0.5);
+      EXPECT_LT(amin, 0.11);
+      EXPECT_GT(amax, 0.49);
+    }
+  }
+}
+
 // seeds and draws: sample_tasks equals the reference bit for bit.
 TEST(Data, SampleTasksMatchesTheScalarReferenceBitwise) {
   struct Shape { int d, n; };                      // m = d + (n+1) d + n normals: 3, 19, 22, 43

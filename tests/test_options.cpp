@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "icl/core/objective.hpp"
 #include "icl/core/optim.hpp"
 #include "icl/core/options.hpp"
 
@@ -128,14 +129,14 @@ TEST(Optimisers, AdamSgdAndClippingFollowTheirDefinitions) {
   // Clipping: global scales the whole vector to norm clip; matrix clips each view to clip.
   p.clip = 0.5;
   std::vector<double> gg = g;
-  const double norm = clip_grad(p, layout, gg);
+  const double norm = clip_grad(p, Objective<double>(p).blocks(), gg);
   double after = 0;
   for (double x : gg) after += x * x;
   EXPECT_GT(norm, 0.5);
   EXPECT_NEAR(std::sqrt(after), 0.5, 1e-5);
   p.clip_mode = ClipMode::matrix;
   gg = g;
-  clip_grad(p, layout, gg);
+  clip_grad(p, Objective<double>(p).blocks(), gg);
   for (const ParamView& v : layout.views()) {
     double n2 = 0;
     for (int i = 0; i < v.rows * v.cols; ++i) n2 += gg[v.offset + i] * gg[v.offset + i];

@@ -1,12 +1,15 @@
 // trajectory_dump NAME=VALUE...: trains one point with the engine's own loop (train(), float64 only) and
 // prints, as JSON on stdout, everything an independent implementation needs to replay it:
 //   {"settings": {option: text, ...},                 every option, canonical text
-//    "views": [{"name", "layer", "head", "offset", "rows", "cols"}, ...],   theta's layout (row-major views)
+//    "views": [{"name", "layer", "head", "offset", "rows", "cols"}, ...],   theta's layout (row-major views:
+//                                                     ParamLayout for arch = lsa; TransformerLayout for
+//                                                     arch = transformer, head 0, W stored in x out)
 //    "theta0": [...],                                 the initial parameters
 //    "steps": [{"X": B x d x (n+1), "y": B x (n+1),   the batch of step s (y[n]: the query's label)
 //               "lr": ..., "loss": ...,               the rate and the training loss of step s
 //               "theta": [...]}, ...]}                the parameters after step s
-// torch_trajectory.py replays it in PyTorch float64 and compares every step.
+// torch_trajectory.py (arch = lsa) and torch_transformer.py (arch = transformer) replay it in PyTorch
+// float64 and compare every step.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,6 +19,7 @@
 #include "icl/core/options.hpp"
 #include "icl/core/params.hpp"
 #include "icl/core/train.hpp"
+#include "icl/core/transformer.hpp"
 
 namespace {
 
@@ -100,11 +104,22 @@ int main(int argc, char** argv) {
     first = false;
   }
   std::printf("},\n \"views\": [");
-  const ParamLayout layout(p);
-  for (size_t k = 0; k < layout.views().size(); ++k) {
-    const ParamView& v = layout.views()[k];
+  auto print_view = [](size_t k, const std::string& name, int layer, int head, int offset, int rows, int cols) {
     std::printf("%s{\"name\": \"%s\", \"layer\": %d, \"head\": %d, \"offset\": %d, \"rows\": %d, \"cols\": %d}",
-                k ? ", " : "", v.name.c_str(), v.layer, v.head, v.offset, v.rows, v.cols);
+                k ? ", " : "", name.c_str(), layer, head, offset, rows, cols);
+  };
+  if (p.arch == Arch::transformer) {   // the heads are column blocks of one view: head 0 throughout
+    const TransformerLayout layout(transformer_shape(p));
+    for (size_t k = 0; k < layout.views().size(); ++k) {
+      const TransformerView& v = layout.views()[k];
+      print_view(k, v.name, v.layer, 0, v.offset, v.rows, v.cols);
+    }
+  } else {
+    const ParamLayout layout(p);
+    for (size_t k = 0; k < layout.views().size(); ++k) {
+      const ParamView& v = layout.views()[k];
+      print_view(k, v.name, v.layer, v.head, v.offset, v.rows, v.cols);
+    }
   }
   std::printf("],\n \"theta0\": ");
   print_array(recorder.theta[0]);

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "icl/core/baselines.hpp"
 #include "icl/core/gdpp.hpp"
 #include "icl/core/model.hpp"
 #include "icl/core/params.hpp"
+#include "icl/core/transformer.hpp"
 
 namespace icl {
 namespace {
@@ -186,10 +188,24 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
 
 // ---- the transformer and the GD / GD++ constructions, through the lane model -----------------------
 
+// A model to run over task sets: the LSA model with expanded P, Q, or (arch = transformer) [VO23]'s
+// transformer with its theta.
 template <class T>
 struct Weights {
   ModelShape shape;
   std::vector<T> P, Q;
+  std::optional<TransformerShape> transformer;
+  std::vector<double> theta;
+  void set_context(int n) {   // the same weights on contexts of length n
+    shape.n = n;
+    if (!transformer) return;
+    transformer->n = n;
+    transformer->T = transformer->tokens == Tokens::classic ? 2 * n + 1 : n + 1;
+  }
+  void set_act_clip(double a) {
+    shape.act_clip = a;
+    if (transformer) transformer->act_clip = a;
+  }
 };
 
 ModelShape ref_shape(int d, int n, int layers) {
@@ -206,7 +222,7 @@ ModelShape ref_shape(int d, int n, int layers) {
 template <class T>
 Weights<T> gdpp_weights(int d, int n, const std::vector<double>& eta, const std::vector<double>& gamma) {
   const int D = d + 1, K = static_cast<int>(eta.size());
-  Weights<T> w{ref_shape(d, n, K), std::vector<T>(K * D * D, T(0)), std::vector<T>(K * D * D, T(0))};
+  Weights<T> w{ref_shape(d, n, K), std::vector<T>(K * D * D, T(0)), std::vector<T>(K * D * D, T(0)), std::nullopt, {}};
   for (int l = 0; l < K; ++l) {
     for (int i = 0; i < d; ++i) {
       w.P[l * D * D + i * D + i] = static_cast<T>(-gamma[l]);
@@ -229,11 +245,26 @@ struct Readouts {   // a model run over a task set: every layer's readout and th
   }
 };
 
+// Every layer's readout of `model` (L layers) over `set`; with `sens` the query's x-sensitivity, column
+// query_col of the input gradient (N columns), rows 0..d-1.
+template <class T, class M>
+Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens);
+
 template <class T>
 Readouts<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens) {
-  const int L = w.shape.layers, V = kLanes<T>, N = set.n + 1;
+  if (w.transformer) {
+    LaneTransformer<T> model(*w.transformer);
+    model.set_weights(w.theta.data());
+    return run<T>(model, w.transformer->layers, w.transformer->T - 1, w.transformer->T, set, sens);
+  }
   LaneModel<T> model(w.shape);
   model.set_weights(w.P.data(), w.Q.data());
+  return run<T>(model, w.shape.layers, set.n, set.n + 1, set, sens);
+}
+
+template <class T, class M>
+Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens) {
+  const int V = kLanes<T>;
   LaneVec<T> yhat(L);
   Readouts<T> r;
   r.layers = L;
@@ -250,7 +281,8 @@ Readouts<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens) {
       for (int v = 0; v < V; ++v) one[v] = T(1);
       model.model_backward(one);
       for (int v = 0; v < live; ++v)
-        for (int i = 0; i < set.d; ++i) r.sens[static_cast<size_t>(c * V + v) * set.d + i] = model.input_grad()[i * N + set.n][v];
+        for (int i = 0; i < set.d; ++i)
+          r.sens[static_cast<size_t>(c * V + v) * set.d + i] = model.input_grad()[i * N + query_col][v];
     }
   }
   return r;
@@ -385,11 +417,18 @@ struct Models {
 
 template <class T>
 Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning& t) {
-  const ParamLayout layout(p);
   const int L = p.layers;
-  Models<T> m{{model_shape(p), std::vector<T>(layout.PQ_size()), std::vector<T>(layout.PQ_size())},
+  Models<T> m{{model_shape(p), {}, {}, std::nullopt, {}},
               gdpp_weights<T>(p.d, p.n, std::vector<double>(L, t.closed_form.gd_eta[L - 1]), std::vector<double>(L, 0.0)),
               gdpp_weights<T>(p.d, p.n, t.gdpp_K[L - 1].eta, t.gdpp_K[L - 1].gamma)};
+  if (p.arch == Arch::transformer) {
+    m.tf.transformer = transformer_shape(p);
+    m.tf.theta = theta;
+    return m;
+  }
+  const ParamLayout layout(p);
+  m.tf.P.resize(layout.PQ_size());
+  m.tf.Q.resize(layout.PQ_size());
   layout.expand(theta.data(), m.tf.P.data(), m.tf.Q.data());
   return m;
 }
@@ -413,7 +452,7 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   yhat["gdpp_tied"] = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, false).final();
   if (p.act_clip > 0) {   // the same weights without the clip: what act_clip does to the numbers
     Weights<T> off = m.tf;
-    off.shape.act_clip = 0.0;
+    off.set_act_clip(0.0);
     yhat["tf_unclipped"] = run_model(off, eval_set, false).final();
     M["se_clip_effect"] = paired_se(yhat["tf_unclipped"], yhat["tf"], y);
   }
@@ -497,11 +536,61 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_context(k), kOodTasks);
     const std::vector<double> yk = labels(set);
     Models<T> mk = m;
-    mk.tf.shape.n = mk.gd.shape.n = mk.gdpp.shape.n = lk.n;
+    for (Weights<T>* w : {&mk.tf, &mk.gd, &mk.gdpp}) w->set_context(lk.n);
     if (p.attention == Attention::linear && p.norm == Norm::inv_n) mk.tf.shape.c = 1.0 / lk.n;
     S["ood_context_loss_tf"].push_back(mse(run_model(mk.tf, set, false).final(), yk));
     S["ood_context_loss_gd"].push_back(mse(run_model(mk.gd, set, false).final(), yk));
     S["ood_context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false).final(), yk));
+  }
+}
+
+// [VO23]'s roll-out (Fig. 10, Fig. 1 right; constructed_token_setup.ipynb cell 10): the trained recurrent
+// layer applied `rollout` times, each application damped by rollout_damping and updating only the label
+// channel (its code's dampening and y_update), against as many GD steps at rollout_damping x the tuned
+// 1-step rate, every layer's readout on the evaluation set.  Both are weight surgery on a deeper tied
+// model: the attention's output map keeps only its label row (lsa: P's last row; transformer: W_O's last
+// column and b_O's last entry), times the damping.
+template <class T>
+void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set, Analysis& out) {
+  const int K = p.rollout, D = p.d + 1;
+  const double damp = p.rollout_damping;
+  Weights<T> tf = m.tf;
+  if (tf.transformer) {
+    const TransformerLayout layout(*tf.transformer);
+    const LayerOffsets& o = layout.layer(0);
+    const int E = tf.transformer->E, HK = tf.transformer->heads * tf.transformer->key;
+    for (int r = 0; r < HK; ++r)
+      for (int c = 0; c < E; ++c) tf.theta[o.Wo + r * E + c] *= c == E - 1 ? damp : 0.0;
+    if (o.bo >= 0)
+      for (int c = 0; c < E; ++c) tf.theta[o.bo + c] *= c == E - 1 ? damp : 0.0;
+    tf.transformer->layers = K;
+  } else {
+    const size_t block = static_cast<size_t>(p.heads) * D * D;
+    std::vector<T> P(block * K), Q(block * K);
+    for (int l = 0; l < K; ++l)
+      for (size_t x = 0; x < block; ++x) {
+        const bool label_row = (x % (D * D)) / D == static_cast<size_t>(D - 1);
+        P[l * block + x] = label_row ? static_cast<T>(damp * tf.P[x]) : T(0);
+        Q[l * block + x] = tf.Q[x];
+      }
+    tf.P = std::move(P);
+    tf.Q = std::move(Q);
+  }
+  tf.shape.layers = K;
+  const std::vector<double> y = labels(eval_set);
+  const Readouts<T> r_tf = run_model(tf, eval_set, false),
+                     r_gd = run_model(gdpp_weights<T>(p.d, p.n, std::vector<double>(K, damp * t.closed_form.gd_eta[0]),
+                                                      std::vector<double>(K, 0.0)),
+                                      eval_set, false);
+  auto& S = out.series;
+  for (int l = 0; l < K; ++l) {
+    std::vector<double> a(y.size()), b(y.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      a[i] = r_tf.yhat[i * K + l];
+      b[i] = r_gd.yhat[i * K + l];
+    }
+    S["rollout_loss_tf"].push_back(mse(a, y));
+    S["rollout_loss_gd"].push_back(mse(b, y));
   }
 }
 
@@ -546,10 +635,12 @@ Analysis analyse_typed(const Point& p, const Trained& trained) {
   const Bases bases = make_bases(law);
   const Tuning t = tune<T>(p, law, bases, out);
   const Models<T> m = models<T>(p, trained.theta, t);
-  evaluation_set(p, bases, t, m, draw<T>(law, p.seed, draws::eval_set, p.eval_tasks), out);   // training's set
+  const TaskBatch<T> eval_set = draw<T>(law, p.seed, draws::eval_set, p.eval_tasks);   // training's set
+  evaluation_set(p, bases, t, m, eval_set, out);
+  if (p.rollout > 0) rollout(p, t, m, eval_set, out);
   noise_levels(p, law, bases, t, m, out);
   out_of_distribution(p, law, m, out);
-  learned_weights(p, law, trained, out);
+  if (p.arch == Arch::lsa) learned_weights(p, law, trained, out);
   out.metrics["analysis_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }

@@ -62,6 +62,7 @@ TaskLaw make_task_law(const Point& p) {
   TaskLaw law;
   law.d = p.d;
   law.n = p.n;
+  law.task = p.task;
   law.x_dist = p.x_dist;
   law.x_param = p.x_param;
   law.noise = p.noise;
@@ -197,9 +198,14 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
     if (law.x_scale != 1.0)
       for (int x = 0; x < d * N; ++x) Z[x] *= static_cast<T>(law.x_scale);
     const L* eps = G + d + N * d;
+    if (law.task == Task::sine)
+      for (int v = 0; v < V; ++v) w[0][v] = static_cast<T>(sine_amplitude(rng_uniform(keys[v], 2 * mp + 1 + N * d)));
     for (int j = 0; j < N; ++j) {
       L label{};
-      for (int i = 0; i < d; ++i) label += w[i] * Z[i * N + j];
+      if (law.task == Task::sine)
+        for (int v = 0; v < V; ++v) label[v] = sine_label(rng_uniform(keys[v], 2 * mp + 1 + N * d), Z[j][v]);
+      else
+        for (int i = 0; i < d; ++i) label += w[i] * Z[i * N + j];
       if (j < n) Z[d * N + j] = label + sig[0] * eps[j];
       else batch.y[c] = label;
     }

@@ -38,6 +38,18 @@ const std::vector<Exact>& exact() {
   static const std::vector<Exact> e = {
       {"se_loss_tf", "standard error of loss_tf over the evaluation tasks", kMse},
       {"se_clip_effect", "standard error of loss_tf_unclipped - loss_tf (paired, task by task)", kMse},
+      {"rollout_loss_tf", "[VO23] roll-out: MSE after each of `rollout` applications of the trained recurrent layer "
+                          "(damped, label channel only) on the evaluation set", kMse},
+      {"rollout_loss_gd", "[VO23] roll-out: MSE after each of `rollout` GD steps at rollout_damping x the tuned 1-step "
+                          "rate on the evaluation set", kMse},
+      {"copy_step", "training steps of the copy analysis (arch = transformer, tokens = classic): 0, every "
+                    "eval_every steps, the last", "steps"},
+      {"copy_own", "[VO23] Fig. 5 copy analysis: |mean over tasks of d t_k / d x_k| averaged over k, t_k the sum of "
+                   "the first layer's output at token k (copy.hpp)", "gradient norm"},
+      {"copy_next", "[VO23] Fig. 5 copy analysis: |mean d t_k / d x_{k+1}| averaged over k (copying the next token)",
+       "gradient norm"},
+      {"copy_other", "[VO23] Fig. 5 copy analysis: sum over j != k of |mean d t_k / d x_j|, / (2n - 1), averaged over k "
+                     "(its code's convention)", "gradient norm"},
       {"align_gd_abs", "mean |yhat_TF - yhat_GD| (L-step GD, [VO23])", "output units"},
       {"align_gd_cos", "mean cosine of the sensitivities d yhat / d x_query, TF vs L-step GD", "cosine"},
       {"align_gd_l2", "mean L2 distance of the sensitivities, TF vs L-step GD", "output units per input unit"},

@@ -57,7 +57,81 @@ void Objective<T>::layer_losses(const TaskBatch<T>& batch, const std::vector<dou
   for (int l = 0; l < layers; ++l) layer_loss[l] = sum_[l] / batch.B;
 }
 
+template <class T>
+std::vector<std::pair<int, int>> Objective<T>::blocks() const {
+  std::vector<std::pair<int, int>> b;
+  for (const ParamView& v : layout_.views()) b.emplace_back(v.offset, v.rows * v.cols);
+  return b;
+}
+
+template <class T>
+TransformerObjective<T>::TransformerObjective(const TransformerShape& shape)
+    : model_(shape), sum_(shape.layers), yhat_(shape.layers) {}
+
+template <class T>
+std::vector<std::pair<int, int>> TransformerObjective<T>::blocks() const {
+  std::vector<std::pair<int, int>> b;
+  for (const TransformerView& v : layout().views()) b.emplace_back(v.offset, v.rows * v.cols);
+  return b;
+}
+
+template <class T>
+double TransformerObjective<T>::loss_grad(const TaskBatch<T>& batch, const std::vector<double>& theta,
+                                          std::vector<double>* g) {
+  model_.set_weights(theta.data());
+  const int last = model_.shape().layers - 1;
+  const T scale = T(2) / static_cast<T>(batch.B);
+  if (g) model_.zero_grad();
+  double loss = 0.0;
+  for (int c = 0; c < batch.chunks; ++c) {
+    model_.model_forward(batch.chunk_Z(c), yhat_.data());
+    const Lane<T> err = (yhat_[last] - batch.y[c]) * batch.mask[c];
+    loss += static_cast<double>(lane_sum<T>(err * err));
+    if (g) model_.model_backward(scale * err);
+  }
+  if (g) {
+    g->resize(size());
+    model_.grad(g->data());
+    for (const TransformerView& v : layout().views())   // frozen views do not move
+      if (!v.trained)
+        for (int x = 0; x < v.rows * v.cols; ++x) (*g)[v.offset + x] = 0.0;
+  }
+  return loss / batch.B;
+}
+
+template <class T>
+void TransformerObjective<T>::layer_losses(const TaskBatch<T>& batch, const std::vector<double>& theta,
+                                           std::vector<double>& layer_loss) {
+  model_.set_weights(theta.data());
+  const int layers = model_.shape().layers;
+  for (double& s : sum_) s = 0.0;
+  for (int c = 0; c < batch.chunks; ++c) {
+    model_.model_forward(batch.chunk_Z(c), yhat_.data());
+    for (int l = 0; l < layers; ++l) {
+      const Lane<T> e = (yhat_[l] - batch.y[c]) * batch.mask[c];
+      sum_[l] += static_cast<double>(lane_sum<T>(e * e));
+    }
+  }
+  layer_loss.resize(layers);
+  for (int l = 0; l < layers; ++l) layer_loss[l] = sum_[l] / batch.B;
+}
+
+template <class T>
+std::unique_ptr<Trainable<T>> make_trainable(const Point& p) {
+  if (p.arch == Arch::transformer) return std::make_unique<TransformerObjective<T>>(transformer_shape(p));
+  return std::make_unique<Objective<T>>(p);
+}
+
+double flops_per_task(const Point& p) {
+  return p.arch == Arch::transformer ? transformer_flops_per_task(transformer_shape(p))
+                                     : model_flops_per_task(model_shape(p));
+}
+
 template class Objective<float>;
 template class Objective<double>;
+template class TransformerObjective<float>;
+template class TransformerObjective<double>;
+template std::unique_ptr<Trainable<float>> make_trainable<float>(const Point&);
+template std::unique_ptr<Trainable<double>> make_trainable<double>(const Point&);
 
 }  // namespace icl

@@ -24,7 +24,7 @@ double lr_at(const Point& p, int64_t s) {
   return p.lr;
 }
 
-double clip_grad(const Point& p, const ParamLayout& layout, std::vector<double>& g) {
+double clip_grad(const Point& p, const std::vector<std::pair<int, int>>& blocks, std::vector<double>& g) {
   double total = 0.0;
   for (double x : g) total += x * x;
   total = std::sqrt(total);
@@ -39,7 +39,7 @@ double clip_grad(const Point& p, const ParamLayout& layout, std::vector<double>&
   if (p.clip_mode == ClipMode::global) {
     clip_range(0, static_cast<int>(g.size()));
   } else {
-    for (const ParamView& v : layout.views()) clip_range(v.offset, v.rows * v.cols);
+    for (const auto& [offset, count] : blocks) clip_range(offset, count);
   }
   return total;
 }

@@ -286,6 +286,79 @@ OptionDef seed_option() {
           [](const Point& p) { return std::to_string(p.seed); }};
 }
 
+// [VO23]'s transformer (arch = transformer, transformer.hpp; its code's names in the help).
+void transformer_options(std::vector<OptionDef>& t) {
+  t.push_back(enum_option<Arch>("arch", "model family: lsa (the P, Q layers of docs/science.md section 2) or "
+      "transformer ([VO23]'s code: projections W_Q, W_K, W_V, W_O, MLP, LayerNorm, embedding; section 2b)",
+      &Point::arch, {{"lsa", Arch::lsa}, {"transformer", Arch::transformer}}));
+  t.push_back(enum_option<Tokens>("tokens", "token layout: constructed ((x_i, y_i) per token) or classic "
+      "(x_1, (0, y_1), x_2, ..., x_query: 2n+1 tokens of width d)", &Point::tokens,
+      {{"constructed", Tokens::constructed}, {"classic", Tokens::classic}}));
+  t.push_back(enum_option<FirstAttention>("attention_first", "layer 1's attention: as `attention`, or this one "
+      "(the code's first_layer_sm, use_non_lin_mix)", &Point::attention_first,
+      {{"same", FirstAttention::same}, {"linear", FirstAttention::linear}, {"softmax", FirstAttention::softmax},
+       {"mix", FirstAttention::mix}}));
+  t.push_back(int_option("key_size", "key, query and value size per head (0 = the model width)", &Point::key_size, 0, 4096));
+  t.push_back(enum_option<bool>("mlp", "an MLP block (GELU) after each attention block (the code's only_attention = "
+      "false)", &Point::mlp, {{"false", false}, {"true", true}}));
+  t.push_back(int_option("widening", "MLP hidden width = widening x model width (the code's widening_factor)",
+                         &Point::widening, 1, 64));
+  t.push_back(enum_option<bool>("layer_norm", "pre-norm LayerNorm with scale and offset before each block, not "
+      "before layer 1's attention unless tied (the code's use_layer_norm)", &Point::layer_norm,
+      {{"false", false}, {"true", true}}));
+  t.push_back(enum_option<Embed>("embed", "input embedding: none, linear (the code's input_mapping) or mlp "
+      "(linear, then + a residual GELU MLP: input_mapping and input_mlp)", &Point::embed,
+      {{"none", Embed::none}, {"linear", Embed::linear}, {"mlp", Embed::mlp}}));
+  t.push_back(int_option("embed_size", "width after the embedding (the code's embedding_size; 0 with embed = none)",
+                         &Point::embed_size, 0, 4096));
+  t.push_back(enum_option<PosEnc>("pe", "sinusoidal positional encodings: none, added to the tokens or "
+      "concatenated below them (the code's use_pe, concat_pe)", &Point::pe,
+      {{"none", PosEnc::none}, {"add", PosEnc::add}, {"concat", PosEnc::concat}}));
+  t.push_back(int_option("pe_size", "width of the positional encodings (even; 0 with pe = none)", &Point::pe_size, 0, 4096));
+  t.push_back(enum_option<bool>("bias", "biases in the attention and MLP maps (the code's use_bias_p)", &Point::bias,
+      {{"true", true}, {"false", false}}));
+  t.push_back(real_option("gd_attention", "> 0: [VO23]'s 'MLP + 1 step of GD' (its Transformer_gd): the attention fixed to "
+      "the 1-step GD construction at this rate and only the embedding trained (0 = off)", &Point::gd_attention, 0.0, false));
+}
+
+// The rules tying the transformer's options together, and to arch.
+void validate_transformer(const Point& p, const std::function<void(const char*, const std::string&)>& bad) {
+  if (p.arch == Arch::lsa) {
+    const Point def;
+    const std::string only = "applies only to arch = transformer";
+    if (p.tokens != def.tokens) bad("tokens", only);
+    if (p.attention == Attention::mix) bad("attention", "mix " + only);
+    if (p.attention_first != def.attention_first) bad("attention_first", only);
+    if (p.key_size != def.key_size) bad("key_size", only);
+    if (p.mlp != def.mlp) bad("mlp", only);
+    if (p.widening != def.widening) bad("widening", only);
+    if (p.layer_norm != def.layer_norm) bad("layer_norm", only);
+    if (p.embed != def.embed) bad("embed", only);
+    if (p.embed_size != def.embed_size) bad("embed_size", only);
+    if (p.pe != def.pe) bad("pe", only);
+    if (p.pe_size != def.pe_size) bad("pe_size", only);
+    if (p.bias != def.bias) bad("bias", only);
+    if (p.gd_attention != def.gd_attention) bad("gd_attention", only);
+    return;
+  }
+  if (p.param != Param::full) bad("param", "the parameterisations apply to arch = lsa; the transformer's weights are its projections");
+  if (p.norm != Norm::one) bad("norm", "arch = transformer has no normalisation c (the code's plain sums): set norm = 1");
+  if (!p.landscape.empty() || p.landscape_every > 0) bad("landscape", "the [A24] landscape applies to arch = lsa");
+  if (p.tie && p.attention_first != FirstAttention::same) bad("attention_first", "a tied (recurrent) model has one attention: use same");
+  if ((p.embed == Embed::none) != (p.embed_size == 0)) bad("embed_size", "must be >= 1 with an embedding and 0 without");
+  if ((p.pe == PosEnc::none) != (p.pe_size == 0) || p.pe_size % 2 != 0)
+    bad("pe_size", "must be even and >= 2 with positional encodings, 0 without");
+  if (p.gd_attention > 0 && (p.layers != 1 || p.heads != 1 || p.mlp || p.layer_norm || p.bias ||
+                             p.attention != Attention::linear ||
+                             (p.attention_first != FirstAttention::same && p.attention_first != FirstAttention::linear)))
+    bad("gd_attention", "the GD construction is one linear attention layer of one head without MLP, LayerNorm or biases");
+  if (p.gd_attention > 0 && p.key_size != 0) bad("gd_attention", "the GD construction needs key_size = 0 (the model width)");
+  const int width = p.embed != Embed::none ? p.embed_size : p.tokens == Tokens::classic ? p.d : p.d + 1;
+  if (p.pe == PosEnc::add && p.pe_size != width)
+    bad("pe_size", "pe = add needs the token width, " + std::to_string(width) + " (embed_size, or d" +
+                       std::string(p.tokens == Tokens::classic ? "" : "+1") + " without an embedding)");
+}
+
 std::vector<OptionDef> make_table() {
   std::vector<OptionDef> t;
   t.push_back(int_option("d", "input dimension d", &Point::d, 1, 127));
@@ -297,12 +370,17 @@ std::vector<OptionDef> make_table() {
        {"diag", Param::diag}, {"gdpp", Param::gdpp}}));
   t.push_back(enum_option<bool>("tie", "one layer's weights applied L times (recurrent)", &Point::tie,
       {{"false", false}, {"true", true}}));
-  t.push_back(enum_option<Attention>("attention", "attention variant", &Point::attention,
-      {{"linear", Attention::linear}, {"softmax", Attention::softmax}}));
+  t.push_back(enum_option<Attention>("attention", "attention variant (mix: [VO23]'s learnable softmax-linear mix, "
+      "arch = transformer)", &Point::attention,
+      {{"linear", Attention::linear}, {"softmax", Attention::softmax}, {"mix", Attention::mix}}));
   t.push_back(enum_option<Norm>("norm", "attention normalisation c", &Point::norm,
       {{"1/n", Norm::inv_n}, {"1", Norm::one}}));
   t.push_back(real_option("act_clip", "clip every token entry to [-act_clip, act_clip] after each layer, as "
       "[VO23]'s code does for deep models (0 = off)", &Point::act_clip, 0.0, false));
+  transformer_options(t);
+  t.push_back(enum_option<Task>("task", "regression task: linear (y = <w, x>) or sine ([VO23]'s y = a sin(x + rho), "
+      "a = 0.1 + 0.4 u, rho = pi u from one u ~ U(0, 1) as its code draws them; needs d = 1)", &Point::task,
+      {{"linear", Task::linear}, {"sine", Task::sine}}));
   t.push_back(x_dist_option());
   t.push_back(cov_option());
   t.push_back(enum_option<WPrior>("w_prior", "task prior: w ~ N(0, I) or N(0, Sigma^-1)", &Point::w_prior,
@@ -342,6 +420,10 @@ std::vector<OptionDef> make_table() {
       {{"float32", Precision::f32}, {"float64", Precision::f64}}));
   t.push_back(enum_option<bool>("analysis", "analyse the trained model against baselines and theory",
       &Point::analysis, {{"true", true}, {"false", false}}));
+  t.push_back(int_option("rollout", "[VO23] roll-out (Fig. 10): apply the trained recurrent layer this many times, "
+      "damped and updating only the label channel, beside as many damped GD steps (0 = off)", &Point::rollout, 0, 1000));
+  t.push_back(real_option("rollout_damping", "damping of each roll-out application (the code's dampening, 0.75)",
+      &Point::rollout_damping, 0.0, true));
   t.push_back(real_option("ridge_lambda", "lambda of the fixed-lambda ridge baseline", &Point::ridge_lambda, 0.0, true));
   t.push_back(landscape_option());
   t.push_back(int_option("hessian_tasks", "size of the fixed landscape set, the same for every point (seed and "
@@ -389,6 +471,13 @@ std::vector<std::string> point_validate(const Point& p) {
     bad("warmup", "must be smaller than steps = " + std::to_string(p.steps));
   if (p.schedule == Schedule::step && p.decay_every == 0)
     bad("decay_every", "schedule = step needs decay_every >= 1");
+  validate_transformer(p, bad);
+  if (p.task == Task::sine && p.d != 1) bad("task", "sine needs d = 1");
+  if (p.task == Task::sine && (p.noise != NoiseKind::none || p.w_prior != WPrior::identity))
+    bad("task", "sine has no label noise and no weight prior: use noise = none, w_prior = identity");
+  if (p.rollout > 0 && (!p.tie || p.layers != 1 || p.mlp))
+    bad("rollout", "rolls out one recurrent attention layer: needs tie = true, layers = 1 and no MLP");
+  if (p.rollout > 0 && !p.analysis) bad("rollout", "is part of the analysis: needs analysis = true");
   return errs;
 }
 

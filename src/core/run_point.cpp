@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "icl/core/analysis.hpp"
+#include "icl/core/copy.hpp"
 #include "icl/core/landscape.hpp"
 #include "icl/core/train.hpp"
 
@@ -14,9 +15,16 @@ Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hoo
   Result r;
   try {
     if (hook) hook->enter("train");
+    // Measurements along the trajectory: [A24]'s landscape (lsa) or [VO23]'s copy analysis (classic tokens).
     Landscape landscape(p);
-    static_cast<Trained&>(r) = train(p, cancel, landscape.on() ? &landscape : nullptr);
-    r.merge(landscape.take());
+    if (copy_applies(p)) {
+      CopyCurve copy(p);
+      static_cast<Trained&>(r) = train(p, cancel, &copy);
+      r.merge(copy.take());
+    } else {
+      static_cast<Trained&>(r) = train(p, cancel, landscape.on() ? &landscape : nullptr);
+      r.merge(landscape.take());
+    }
   } catch (const std::exception& e) {
     return failed_result(e.what());
   }

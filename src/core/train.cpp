@@ -30,12 +30,13 @@ template <class T>
 class TrainingRun {
  public:
   TrainingRun(const Point& p, TrainObserver* observer)
-      : p_(p), observer_(observer), law_(make_task_law(p)), objective_(p), theta_(param_init(p, objective_.layout())),
-        opt_(opt_init(objective_.layout().size())), g_(objective_.layout().size()), layer_loss_(p.layers) {
+      : p_(p), observer_(observer), law_(make_task_law(p)), objective_(make_trainable<T>(p)),
+        blocks_(objective_->blocks()), theta_(objective_->init(p)), opt_(opt_init(objective_->size())),
+        g_(objective_->size()), layer_loss_(p.layers) {
     batch_.resize(p.batch, p.d, p.n);
     eval_set_.resize(p.eval_tasks, p.d, p.n);
     sample_tasks(law_, p.seed, draws::eval_set.stream, draws::eval_set.block, eval_set_);
-    r_.flops_per_step = model_flops_per_task(model_shape(p)) * p.batch;
+    r_.flops_per_step = flops_per_task(p) * p.batch;
     const size_t records = static_cast<size_t>(p.steps / p.eval_every + 2);
     r_.curve_step.reserve(records);
     r_.curve_train_loss.reserve(records);
@@ -66,8 +67,8 @@ class TrainingRun {
       const Draw batch = draws::train_batch(s / p_.refresh);
       sample_tasks(law_, p_.seed, batch.stream, batch.block, batch_);
     }
-    const double loss = objective_.loss_grad(batch_, theta_, &g_);
-    const double gnorm = clip_grad(p_, objective_.layout(), g_);
+    const double loss = objective_->loss_grad(batch_, theta_, &g_);
+    const double gnorm = clip_grad(p_, blocks_, g_);
     r_.steps_done = s + 1;
     r_.train_loss = loss;
     if (!std::isfinite(loss) || !std::isfinite(gnorm)) {
@@ -102,7 +103,7 @@ class TrainingRun {
   // initial one stops the point.
   void evaluate(int64_t step) {
     const auto t_eval = Clock::now();
-    objective_.layer_losses(eval_set_, theta_, layer_loss_);
+    objective_->layer_losses(eval_set_, theta_, layer_loss_);
     const double eval_loss = layer_loss_[p_.layers - 1];
     r_.curve_step.push_back(step);
     r_.curve_train_loss.push_back(step == 0 ? kNaN : loss_since_eval_ / steps_since_eval_);
@@ -120,11 +121,13 @@ class TrainingRun {
   }
 
   Trained finish() {
-    const ParamLayout& layout = objective_.layout();
     r_.theta = theta_;
-    r_.P.resize(layout.PQ_size());
-    r_.Q.resize(layout.PQ_size());
-    layout.expand(theta_.data(), r_.P.data(), r_.Q.data());
+    if (p_.arch == Arch::lsa) {   // the expanded P, Q of docs/science.md section 2
+      const ParamLayout layout(p_);
+      r_.P.resize(layout.PQ_size());
+      r_.Q.resize(layout.PQ_size());
+      layout.expand(theta_.data(), r_.P.data(), r_.Q.data());
+    }
     if (r_.status == Status::ok) {
       r_.layer_test_loss = layer_loss_;
       r_.test_loss = layer_loss_[p_.layers - 1];
@@ -138,7 +141,8 @@ class TrainingRun {
   const Point& p_;
   TrainObserver* observer_;
   const TaskLaw law_;
-  Objective<T> objective_;
+  std::unique_ptr<Trainable<T>> objective_;
+  const std::vector<std::pair<int, int>> blocks_;
   std::vector<double> theta_;
   OptState opt_;
   std::vector<double> g_, layer_loss_, update_;

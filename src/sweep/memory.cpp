@@ -10,10 +10,15 @@
 //     (AnalysisSets), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (3 TaskSpectrum of
 //     three d-vectors each), three readouts (layers + d doubles per task), and an out-of-distribution
 //     set of 1000 tasks at context length 2n with its model.
+//   LaneTransformer<T> (transformer.cpp, arch = transformer): per layer the tokens, LN_1's output and
+//     normalised input, q, k, v and the head outputs, three score blocks (S, softmax, weights), the
+//     residual after attention and, with an MLP, LN_2's two blocks and two hidden blocks; the embedding's
+//     blocks, the backward scratch, and theta as T plus a lane accumulator per parameter.
 #include "icl/sweep/memory.hpp"
 
 #include "icl/core/analysis.hpp"
 #include "icl/core/landscape.hpp"
+#include "icl/core/transformer.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -46,6 +51,17 @@ double objective_bytes(double L, double H, double d, double n, bool softmax, dou
   return model_bytes(L, H, d, n, softmax, s) + L * H * (d + 1) * (d + 1) * (2 * s + 16);
 }
 
+double transformer_bytes(const Point& p, double s) {
+  const TransformerShape t = transformer_shape(p);
+  const double T = t.T, nk = t.T - 1, E = t.E, HK = double(t.heads) * t.key, F = double(t.widening) * t.E,
+               L = t.layers, S = t.heads * nk * T, params = TransformerLayout(t).size();
+  double lanes = (L + 1) * E * T + L * (3 * E * T + T + 4 * HK * T + 3 * S);
+  if (t.mlp) lanes += L * (2 * E * T + T + 2 * F * T) + 2 * F * T;
+  lanes += (t.d_tok + 3 * t.E_emb + 3 * double(t.widening) * t.E_emb) * T;   // tokens, embedding
+  lanes += 2 * E * T + 4 * HK * T + nk * T;                                   // backward scratch
+  return kLane * (lanes + params) + params * s;
+}
+
 // Per-task spectra of analysis.cpp's task_set: 3 TaskSpectrum (64 bytes, in vectors grown by doubling)
 // with three heap d-vectors each (malloc: 8 bytes of header, 16-byte granules, 32 at least).
 double spectra_bytes(double tasks, double d) {
@@ -73,7 +89,9 @@ PointMemory estimate_memory(const Point& p) {
   m.evaluation_set = batch_bytes(E, d, n, s);
   // Objective<T> for training, the landscape's Objective<double> (always built), theta, g, Adam state
   // and the landscape probe copies.
-  m.model = objective_bytes(L, H, d, n, softmax, s) + objective_bytes(L, H, d, n, softmax, 8) + 10 * 8 * params;
+  m.model = p.arch == Arch::transformer
+                ? transformer_bytes(p, s) + 10 * 8 * TransformerLayout(transformer_shape(p)).size()
+                : objective_bytes(L, H, d, n, softmax, s) + objective_bytes(L, H, d, n, softmax, 8) + 10 * 8 * params;
   if (!p.landscape.empty() || p.landscape_every > 0)
     m.landscape = batch_bytes(std::min(kFullBatches * B, double(kFullMax)), d, n, 8) + kNoiseBatches * batch_bytes(B, d, n, 8) +
                   batch_bytes(p.hessian_tasks, d, n, 8);
@@ -82,7 +100,10 @@ PointMemory estimate_memory(const Point& p) {
   if (p.analysis) {
     const double tune = batch_bytes(kTuneTasks, d, n, s) + batch_bytes(kTuneModelTasks, d, n, 8) + batch_bytes(kGdppValidationTasks, d, n, 8);
     const double readouts = 3 * E * (L + d) * 8 + E * L * 8 + 3 * E * 8;
-    const double ood = batch_bytes(kOodTasks, d, 2 * n, s) + model_bytes(L, H, d, 2 * n, softmax, s);
+    Point ood_point = p;
+    ood_point.n = 2 * p.n;
+    const double ood = batch_bytes(kOodTasks, d, 2 * n, s) + (p.arch == Arch::transformer ? transformer_bytes(ood_point, s)
+                                                                                         : model_bytes(L, H, d, 2 * n, softmax, s));
     m.analysis = tune + std::max(spectra_bytes(kTuneTasks, d), spectra_bytes(E, d) + readouts + ood);
   }
   m.process = kProcess;

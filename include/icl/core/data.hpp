@@ -3,6 +3,7 @@
 // Task t of a draw uses only rng_key(seed, stream, block, t): a batch's content does not depend on how
 // it is split into chunks, on the rank, or on the order of draws.
 #include "icl/core/eigen.hpp"
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -15,6 +16,7 @@ namespace icl {
 // Everything needed to draw tasks, fixed once per point.
 struct TaskLaw {
   int d = 0, n = 0;
+  Task task = Task::linear;
   XDist x_dist = XDist::gaussian;
   double x_param = 0.0;
   Eigen::MatrixXd Sigma;        // d x d input covariance (identity for non-gaussian laws: see below)
@@ -71,10 +73,19 @@ struct TaskBatch {
 //  4. sigma (double) from us = rng_uniform(k, 2mp): none 0, fixed s_0, uniform s_0 us,
 //     set s[min(size-1, floor(us size))].
 //  5. Labels (T): l_j = sum_i w_i x_ji; context y_j = l_j + T(sigma) eps_j with eps_j = normal d + N d + j;
-//     the query's l_n is batch.y, and Z(d, n) = 0.
+//     the query's l_n is batch.y, and Z(d, n) = 0.  Task sine ([VO23]'s create_reg_data_sin, d = 1): with
+//     u = rng_uniform(k, 2mp + 1 + N d), a = 0.1 + 0.4 u and rho = pi u (the code draws both from one key:
+//     amplitude and phase are one variable), l_j = T(a sin(double(x_j) + rho)) in double (libm), and w_0 = a.
 // Sums run in the order written, from 0, in T, and every a b + c of steps 2, 3 and 5 is one fused
 // multiply-add when the target has FMA (-ffp-contract=fast, -march: recorded build flags).  batch.w
 // holds w converted to double; padding lanes are all zero.
+// [VO23]'s sine task from its uniform u: amplitude a = 0.1 + 0.4 u, label a sin(x + pi u).
+inline double sine_amplitude(double u) { return 0.1 + 0.4 * u; }
+template <class T>
+T sine_label(double u, T x) {
+  return static_cast<T>(sine_amplitude(u) * std::sin(static_cast<double>(x) + 3.14159265358979323846 * u));
+}
+
 template <class T>
 void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, TaskBatch<T>& batch);
 

@@ -3,9 +3,9 @@
 // parameter vector.  Master weights and optimiser state are double (a few thousand numbers at most);
 // the model itself computes in the point's precision.
 #include <cstdint>
+#include <utility>
 #include <vector>
 
-#include "icl/core/params.hpp"
 #include "icl/core/point.hpp"
 
 namespace icl {
@@ -14,8 +14,9 @@ namespace icl {
 // p.decay_every steps, or cosine from p.lr to 0 at p.steps.
 double lr_at(const Point& p, int64_t s);
 
-// Clips g in place (global norm, or each view's Frobenius norm); returns the global norm before clipping.
-double clip_grad(const Point& p, const ParamLayout& layout, std::vector<double>& g);
+// Clips g in place (global norm, or the Frobenius norm of each block: (offset, count) of a named view,
+// Trainable::blocks); returns the global norm before clipping.
+double clip_grad(const Point& p, const std::vector<std::pair<int, int>>& blocks, std::vector<double>& g);
 
 struct OptState {
   std::vector<double> m, v;   // Adam moments, or SGD momentum buffer in m

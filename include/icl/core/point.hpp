@@ -9,9 +9,15 @@
 namespace icl {
 
 enum class Param { full, sparse_a, sparse_ab, diag, gdpp };   // docs/science.md section 2
-enum class Attention { linear, softmax };
+enum class Attention { linear, softmax, mix };                 // mix: [VO23]'s learnable softmax-linear mix
+enum class Arch { lsa, transformer };                         // P, Q layers (section 2) | [VO23]'s Transformer (2b)
+enum class Tokens { constructed, classic };                   // (x, y) per token | x_1, y_1, x_2, ..., x_query
+enum class Embed { none, linear, mlp };                       // input embedding (mlp: linear, then + MLP)
+enum class PosEnc { none, add, concat };                      // sinusoidal positional encodings
+enum class FirstAttention { same, linear, softmax, mix };     // layer 1's attention: as the others, or this
 enum class Norm { inv_n, one };                               // c = 1/n ([A23],[A24]) or c = 1 ([VO23],[V24])
 enum class XDist { gaussian, uniform, sphere, gamma };
+enum class Task { linear, sine };                            // y = <w, x>, or [VO23]'s y = a sin(x + rho) (d = 1)
 enum class CovKind { identity, diag, rotated };
 enum class WPrior { identity, inverse_cov };                  // w ~ N(0, I) or N(0, Sigma^-1)
 enum class NoiseKind { none, fixed, uniform, set };
@@ -25,6 +31,7 @@ struct Point {
   // task (docs/science.md section 1)
   int d = 5;                          // input dimension
   int n = 20;                         // context length; the query is token n+1
+  Task task = Task::linear;
   XDist x_dist = XDist::gaussian;
   double x_param = 0.0;               // uniform: half-width a; gamma: shape k (0 = the law's default)
   CovKind cov = CovKind::identity;    // Sigma of gaussian inputs
@@ -40,6 +47,20 @@ struct Point {
   Attention attention = Attention::linear;
   Norm norm = Norm::inv_n;
   double act_clip = 0.0;              // clip tokens to [-act_clip, act_clip] after each layer ([VO23] code); 0 = off
+  // [VO23]'s transformer (arch = transformer; docs/science.md section 2b)
+  Arch arch = Arch::lsa;
+  Tokens tokens = Tokens::constructed;
+  FirstAttention attention_first = FirstAttention::same;   // layer 1's (its code's first_layer_sm, use_non_lin_mix)
+  int key_size = 0;                   // per head (0 = the model width)
+  bool mlp = false;                   // an MLP block after each attention block
+  int widening = 4;                   // MLP hidden width = widening x model width
+  bool layer_norm = false;            // pre-norm LayerNorm before the blocks (not before layer 1's attention)
+  Embed embed = Embed::none;
+  int embed_size = 0;                 // width after the embedding
+  PosEnc pe = PosEnc::none;
+  int pe_size = 0;
+  bool bias = true;                   // biases in the dense maps (its code's use_bias_p)
+  double gd_attention = 0.0;          // > 0: attention fixed to 1-step GD at this rate, only the embedding trained
   // training (section 3)
   Optimizer optimizer = Optimizer::adam;
   double lr = 1e-3;
@@ -63,6 +84,8 @@ struct Point {
   Precision precision = Precision::f32;
   // analysis (docs/science.md sections 4-5)
   bool analysis = true;               // baselines, alignment, preconditioners, OOD curves on the eval set
+  int rollout = 0;                    // [VO23] roll-out: the trained recurrent layer applied this many times (0 = off)
+  double rollout_damping = 0.75;      // ... each application damped, label channel only (its code's 0.75)
   double ridge_lambda = 1.0;          // the fixed-lambda ridge baseline
   std::vector<int64_t> landscape;     // [A24] landscape measurements at these steps (empty = off) ...
   int64_t landscape_every = 0;        // ... or at steps 0, k, 2k, ... below `steps` (0 = use the list)
