@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "icl/core/blocks.hpp"
 #include "icl/core/check.hpp"
 
 namespace icl {
@@ -339,24 +340,6 @@ void softmax_head_backward(int D, int N, int n, const Lane<T>* Z, const T* P, co
     }
 }
 
-// Activation clip ([VO23]'s code): Z <- min(max(Z, -a), a) entrywise.  Z: count lanes.
-template <class T>
-void act_clip_forward(Lane<T>* Z, int count, T a) {
-  const Lane<T> hi = Lane<T>{} + a, lo = -hi;
-  for (int x = 0; x < count; ++x) {
-    Lane<T> v = Z[x];
-    v = v > hi ? hi : v;
-    Z[x] = v < lo ? lo : v;
-  }
-}
-
-// Its backward: G <- G where the clipped output is inside (-a, a), 0 where it was clipped.
-template <class T>
-void act_clip_backward(const Lane<T>* Z, Lane<T>* G, int count, T a) {
-  const Lane<T> hi = Lane<T>{} + a, lo = -hi;
-  for (int x = 0; x < count; ++x) G[x] = (Z[x] < hi && Z[x] > lo) ? G[x] : Lane<T>{};
-}
-
 }  // namespace
 
 ModelShape model_shape(const Point& p) {
@@ -463,7 +446,7 @@ void LaneModel<T>::model_forward(const L* Z0, L* yhat) {
     } else {
       m.fwd(dims, w, Z, m.template linear_saved<L>(l), Zout);
     }
-    if (m.act_clip > 0) act_clip_forward<T>(Zout, m.DN, m.act_clip);
+    if (m.act_clip > 0) clip_forward<T>(Zout, m.DN, m.act_clip);
     yhat[l] = -Zout[(D - 1) * N + n];
   }
 }
@@ -480,7 +463,7 @@ void LaneModel<T>::model_backward(const L& dyhat) {
     const LayerWeights<T> w = m.weights(l);
     L* dPl = m.dP.data() + m.weights_at(l);
     L* dQl = m.dQ.data() + m.weights_at(l);
-    if (m.act_clip > 0) act_clip_backward<T>(m.tokens(l + 1), m.G.data(), m.DN, m.act_clip);
+    if (m.act_clip > 0) clip_backward<T>(m.tokens(l + 1), m.G.data(), m.DN, m.act_clip);
     if (m.softmax) {
       std::memcpy(static_cast<void*>(m.dZ.data()), m.G.data(), sizeof(L) * m.DN);
       for (int h = 0; h < H; ++h) {

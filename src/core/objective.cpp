@@ -4,6 +4,40 @@
 #include "icl/core/objective.hpp"
 
 namespace icl {
+namespace {
+
+// The loss of the last readout over the batch, with `model`'s backward per chunk when `grad` (either
+// model: LaneModel or LaneTransformer, whose accumulators the caller zeroes and reads).
+template <class T, class M>
+double batch_loss(M& model, int layers, const TaskBatch<T>& batch, LaneVec<T>& yhat, bool grad) {
+  const T scale = T(2) / static_cast<T>(batch.B);
+  double loss = 0.0;
+  for (int c = 0; c < batch.chunks; ++c) {
+    model.model_forward(batch.chunk_Z(c), yhat.data());
+    const Lane<T> err = (yhat[layers - 1] - batch.y[c]) * batch.mask[c];
+    loss += static_cast<double>(lane_sum<T>(err * err));
+    if (grad) model.model_backward(scale * err);
+  }
+  return loss / batch.B;
+}
+
+// The MSE of every layer's readout over the batch.
+template <class T, class M>
+void batch_layer_losses(M& model, int layers, const TaskBatch<T>& batch, LaneVec<T>& yhat, std::vector<double>& sum,
+                        std::vector<double>& layer_loss) {
+  for (double& x : sum) x = 0.0;
+  for (int c = 0; c < batch.chunks; ++c) {
+    model.model_forward(batch.chunk_Z(c), yhat.data());
+    for (int l = 0; l < layers; ++l) {
+      const Lane<T> e = (yhat[l] - batch.y[c]) * batch.mask[c];
+      sum[l] += static_cast<double>(lane_sum<T>(e * e));
+    }
+  }
+  layer_loss.resize(layers);
+  for (int l = 0; l < layers; ++l) layer_loss[l] = sum[l] / batch.B;
+}
+
+}  // namespace
 
 template <class T>
 Objective<T>::Objective(const ModelShape& shape, Param param, bool tie)
@@ -22,39 +56,21 @@ void Objective<T>::load(const std::vector<double>& theta) {
 template <class T>
 double Objective<T>::loss_grad(const TaskBatch<T>& batch, const std::vector<double>& theta, std::vector<double>* g) {
   load(theta);
-  const int last = model_.shape().layers - 1;
-  const T scale = T(2) / static_cast<T>(batch.B);
   if (g) model_.zero_grad();
-  double loss = 0.0;
-  for (int c = 0; c < batch.chunks; ++c) {
-    model_.model_forward(batch.chunk_Z(c), yhat_.data());
-    const Lane<T> err = (yhat_[last] - batch.y[c]) * batch.mask[c];
-    loss += static_cast<double>(lane_sum<T>(err * err));
-    if (g) model_.model_backward(scale * err);
-  }
+  const double loss = batch_loss<T>(model_, model_.shape().layers, batch, yhat_, g != nullptr);
   if (g) {
     model_.grad(dP_.data(), dQ_.data());
     g->resize(layout_.size());
     layout_.collapse(dP_.data(), dQ_.data(), g->data());
   }
-  return loss / batch.B;
+  return loss;
 }
 
 template <class T>
 void Objective<T>::layer_losses(const TaskBatch<T>& batch, const std::vector<double>& theta,
                                 std::vector<double>& layer_loss) {
   load(theta);
-  const int layers = model_.shape().layers;
-  for (double& s : sum_) s = 0.0;
-  for (int c = 0; c < batch.chunks; ++c) {
-    model_.model_forward(batch.chunk_Z(c), yhat_.data());
-    for (int l = 0; l < layers; ++l) {
-      const Lane<T> e = (yhat_[l] - batch.y[c]) * batch.mask[c];
-      sum_[l] += static_cast<double>(lane_sum<T>(e * e));
-    }
-  }
-  layer_loss.resize(layers);
-  for (int l = 0; l < layers; ++l) layer_loss[l] = sum_[l] / batch.B;
+  batch_layer_losses<T>(model_, model_.shape().layers, batch, yhat_, sum_, layer_loss);
 }
 
 template <class T>
@@ -79,16 +95,8 @@ template <class T>
 double TransformerObjective<T>::loss_grad(const TaskBatch<T>& batch, const std::vector<double>& theta,
                                           std::vector<double>* g) {
   model_.set_weights(theta.data());
-  const int last = model_.shape().layers - 1;
-  const T scale = T(2) / static_cast<T>(batch.B);
   if (g) model_.zero_grad();
-  double loss = 0.0;
-  for (int c = 0; c < batch.chunks; ++c) {
-    model_.model_forward(batch.chunk_Z(c), yhat_.data());
-    const Lane<T> err = (yhat_[last] - batch.y[c]) * batch.mask[c];
-    loss += static_cast<double>(lane_sum<T>(err * err));
-    if (g) model_.model_backward(scale * err);
-  }
+  const double loss = batch_loss<T>(model_, model_.shape().layers, batch, yhat_, g != nullptr);
   if (g) {
     g->resize(size());
     model_.grad(g->data());
@@ -96,24 +104,14 @@ double TransformerObjective<T>::loss_grad(const TaskBatch<T>& batch, const std::
       if (!v.trained)
         for (int x = 0; x < v.rows * v.cols; ++x) (*g)[v.offset + x] = 0.0;
   }
-  return loss / batch.B;
+  return loss;
 }
 
 template <class T>
 void TransformerObjective<T>::layer_losses(const TaskBatch<T>& batch, const std::vector<double>& theta,
                                            std::vector<double>& layer_loss) {
   model_.set_weights(theta.data());
-  const int layers = model_.shape().layers;
-  for (double& s : sum_) s = 0.0;
-  for (int c = 0; c < batch.chunks; ++c) {
-    model_.model_forward(batch.chunk_Z(c), yhat_.data());
-    for (int l = 0; l < layers; ++l) {
-      const Lane<T> e = (yhat_[l] - batch.y[c]) * batch.mask[c];
-      sum_[l] += static_cast<double>(lane_sum<T>(e * e));
-    }
-  }
-  layer_loss.resize(layers);
-  for (int l = 0; l < layers; ++l) layer_loss[l] = sum_[l] / batch.B;
+  batch_layer_losses<T>(model_, model_.shape().layers, batch, yhat_, sum_, layer_loss);
 }
 
 template <class T>

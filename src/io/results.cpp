@@ -14,6 +14,7 @@
 #include "icl/build_info.hpp"
 #include "icl/core/metrics.hpp"
 #include "icl/core/options.hpp"
+#include "icl/core/transformer.hpp"
 #include "icl/io/h5.hpp"
 #include "integrity.hpp"
 
@@ -170,13 +171,25 @@ void write_curves(File& f, const std::vector<Result>& results) {
           return results[i].curve_test_loss; }), {P, max_curve});
 }
 
-// /weights/<i>: theta, and P, Q as L x H x D x D, of every point that learned something.
+// theta's views of an arch = transformer point, one "name layer offset rows cols" line each (row-major blocks).
+std::string transformer_views(const Point& p) {
+  std::string s;
+  const TransformerLayout layout(transformer_shape(p));
+  for (const TransformerView& v : layout.views())
+    s += v.name + " " + std::to_string(v.layer) + " " + std::to_string(v.offset) + " " + std::to_string(v.rows) + " " +
+         std::to_string(v.cols) + "\n";
+  return s;
+}
+
+// /weights/<i>: theta, and P, Q as L x H x D x D, of every point that learned something; a transformer's
+// theta carries its views as the attribute `views`.
 void write_weights(File& f, const std::vector<Point>& points, const std::vector<Result>& results) {
   for (size_t i = 0; i < points.size(); ++i) {
     if (results[i].theta.empty()) continue;   // pending: nothing learned yet
     const std::string g = "/weights/" + std::to_string(i);
     const uint64_t L = points[i].layers, H = points[i].heads, D = points[i].d + 1;
     write(f, g + "/theta", results[i].theta);
+    if (points[i].arch == Arch::transformer) set_attr(f, g + "/theta", "views", transformer_views(points[i]));
     if (!results[i].P.empty()) {
       write(f, g + "/P", results[i].P, {L, H, D, D});
       write(f, g + "/Q", results[i].Q, {L, H, D, D});

@@ -35,7 +35,7 @@ def weight_heatmaps(r):
     for n, (key, idx) in enumerate(list(groups.items())[:MAX_HEATMAP_POINTS]):
         i = idx[0]
         w = r.sweep.weights(i)
-        if w is None:
+        if w is None or "P" not in w:   # arch = transformer stores theta only
             continue
         L, H, D, _ = w["P"].shape
         d = D - 1

@@ -4,14 +4,15 @@ import argparse
 import os
 import sys
 
-from . import figures, figures_landscape, figures_weights, html, plot, tables
+from . import figures, figures_landscape, figures_vo23, figures_weights, html, plot, tables
 from .groups import View
 from .load import Sweep
 from .plot import Scale
 
 FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, figures.loss_curves,
            figures.alignment, figures.out_of_distribution, figures_weights.preconditioners,
-           figures_weights.v24_scalars, figures_weights.weight_heatmaps, figures_landscape.landscape)
+           figures_weights.v24_scalars, figures_weights.weight_heatmaps, figures_landscape.landscape,
+           figures_vo23.copy_analysis, figures_vo23.rollout)
 
 
 class Report:

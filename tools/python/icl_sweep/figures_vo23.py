@@ -1,0 +1,81 @@
+"""[VO23]'s transformer analyses: Fig. 5's copy analysis of the first layer over training (one line per
+replica: the paper shows seeds separately, and plateau escapes happen at different steps), and the
+roll-out of Figs. 10 / 1 (right): the trained recurrent layer applied more times than it was trained for,
+beside as many damped GD steps."""
+import numpy as np
+
+from . import plot
+from .groups import label
+
+COPY = (("copy_own", "d t_k / d x_k (own)", "-"), ("copy_next", "d t_k / d x_{k+1} (next)", "--"),
+        ("copy_other", "others", ":"))
+
+
+def _panels(r, name):
+    """Groups of the points that hold series `name`, by every varying option."""
+    values = r.sweep.analysis(name)
+    has = np.isfinite(values).any(axis=1) & r.view.mask if values.shape[1] else np.zeros(r.sweep.size, bool)
+    if not has.any():
+        return None, values
+    axes = [a for a in r.view.facets()[0] + r.view.facets()[1]]
+    groups = {k: idx[has[idx]] for k, idx in r.view.groups(axes).items()}
+    return (axes, {k: idx for k, idx in groups.items() if len(idx)}), values
+
+
+def copy_analysis(r):
+    found, _ = _panels(r, "copy_step")
+    if found is None:
+        return
+    axes, groups = found
+    steps = r.sweep.analysis("copy_step")
+    fig, panels = plot.panels(2 * len(groups), columns=2)
+    for row, (key, idx) in enumerate(groups.items()):
+        loss_ax, copy_ax = panels[2 * row], panels[2 * row + 1]
+        x = r.sweep.curves["step"]
+        for i, p in enumerate(idx):
+            style = plot.model_style(i)
+            ok = x[p] >= 0
+            loss_ax.plot(x[p][ok], r.scale(r.sweep.curves["test_loss"][p][ok]), color=style["color"],
+                         label=f"replica {r.sweep.points['replica'][p]}")
+            for name, text, dash in COPY:
+                v = r.sweep.analysis(name)[p]
+                ok = np.isfinite(v)
+                copy_ax.plot(steps[p][ok], v[ok], color=style["color"], linestyle=dash,
+                             label=text if i == 0 else None)
+        gd1 = r.sweep.analysis("layer_loss_gd")[idx, 0]
+        plot.baseline_line(loss_ax, [0, np.nanmax(x[idx])], [r.scale(np.nanmean(gd1))] * 2, "gd")
+        loss_ax.set_ylabel(f"test loss ({r.scale.name}); dashed: 1-step GD")
+        copy_ax.set_ylabel("norm of the task-mean gradient")
+        for ax in (loss_ax, copy_ax):
+            ax.set_xlabel("training step")
+            ax.set_title(label(axes, key) if axes else r.sweep_name, fontsize=9)
+            ax.grid(alpha=0.3)
+    r.figure(plot.save(fig, r.outdir, "copy_analysis.png", "[VO23] Fig. 5: loss and copying of the first layer"),
+             "[VO23] Fig. 5: loss and copying of the first layer",
+             "Left: test loss of each replica over training, dashed red the tuned 1-step GD. Right: the copy "
+             "analysis of the first (softmax) layer, t_k = sum of its output at token k: the norm of the task-mean "
+             "d t_k / d x_j for j = k (own, solid), k+1 (next, dashed) and the others (dotted, / (2n-1)), averaged "
+             f"over k, as [VO23]'s code. {r.scale.note}", "transformer")
+
+
+def rollout(r):
+    found, tf = _panels(r, "rollout_loss_tf")
+    if found is None:
+        return
+    axes, groups = found
+    gd = r.sweep.analysis("rollout_loss_gd")
+    fig, panels = plot.panels(len(groups))
+    for ax, (key, idx) in zip(panels, groups.items()):
+        k = np.arange(1, tf.shape[1] + 1)
+        plot.band(ax, k, r.scale(tf[idx]), "trained layer, rolled out", **plot.model_style(0))
+        ax.plot(k, r.scale(np.nanmean(gd[idx], axis=0)), color="#d62728", linestyle="--", label="GD, same damping")
+        ax.set_xlabel("applications of the layer / GD steps")
+        ax.set_ylabel(f"test loss ({r.scale.name})")
+        ax.set_title(label(axes, key) if axes else r.sweep_name, fontsize=9)
+        plot.log_if_positive(ax)
+        ax.grid(alpha=0.3)
+    r.figure(plot.save(fig, r.outdir, "rollout.png", "[VO23] roll-out of a recurrent layer"),
+             "[VO23] roll-out of a recurrent layer",
+             "The trained 1-layer recurrent model applied `rollout` times (each application damped by "
+             "rollout_damping, label channel only) against as many GD steps at the damped tuned 1-step rate, on "
+             f"the evaluation set (mean over replicas, band min-max). {r.scale.note}", "transformer")
