@@ -89,6 +89,49 @@ TEST(Options, CrossOptionRules) {
   EXPECT_TRUE(point_validate(Point{}).empty());
 }
 
+// The transformer's options: each broken rule is reported against the option, its value and the rule.
+TEST(Options, TransformerRules) {
+  struct Case {
+    std::vector<std::pair<std::string, std::string>> settings;
+    const char* option;
+    const char* rule;
+  };
+  const std::vector<std::pair<std::string, std::string>> tf = {{"arch", "transformer"}, {"norm", "1"}};
+  auto with = [&](std::vector<std::pair<std::string, std::string>> extra) {
+    extra.insert(extra.begin(), tf.begin(), tf.end());
+    return extra;
+  };
+  const std::vector<Case> cases = {
+      {{{"mlp", "true"}}, "mlp", "applies only to arch = transformer"},
+      {{{"tokens", "classic"}}, "tokens", "applies only to arch = transformer"},
+      {{{"attention", "mix"}}, "attention", "mix applies only"},
+      {{{"arch", "transformer"}}, "norm", "set norm = 1"},
+      {with({{"param", "diag"}}), "param", "apply to arch = lsa"},
+      {with({{"landscape", "0"}}), "landscape", "applies to arch = lsa"},
+      {with({{"pe", "concat"}, {"pe_size", "3"}}), "pe_size", "must be even"},
+      {with({{"pe", "add"}, {"pe_size", "4"}}), "pe_size", "needs the token width, 6"},
+      {with({{"embed", "linear"}}), "embed_size", ">= 1 with an embedding"},
+      {with({{"tie", "true"}, {"layers", "2"}, {"attention_first", "softmax"}}), "attention_first", "use same"},
+      {with({{"gd_attention", "0.1"}, {"heads", "2"}, {"bias", "false"}}), "gd_attention", "one linear attention layer"},
+      {{{"rollout", "5"}}, "rollout", "needs tie = true"},
+      {{{"task", "sine"}}, "task", "sine needs d = 1"},
+  };
+  for (const Case& c : cases) {
+    Point p;
+    for (const auto& [k, v] : c.settings) ASSERT_EQ(point_set(p, k, v), "") << k;
+    const auto errs = point_validate(p);
+    bool found = false;
+    for (const std::string& e : errs)
+      found |= e.find(std::string("option '") + c.option + "' = '") != std::string::npos && e.find(c.rule) != std::string::npos;
+    EXPECT_TRUE(found) << c.option << ": " << (errs.empty() ? std::string("no error") : errs[0]);
+  }
+  Point ok;
+  for (const auto& [k, v] : with({{"tokens", "classic"}, {"pe", "concat"}, {"pe_size", "10"}, {"mlp", "true"},
+                                  {"layer_norm", "true"}, {"embed", "mlp"}, {"embed_size", "8"}, {"heads", "2"}}))
+    ASSERT_EQ(point_set(ok, k, v), "") << k;
+  EXPECT_TRUE(point_validate(ok).empty()) << point_validate(ok)[0];
+}
+
 TEST(Schedules, WarmupStepHalvingAndCosine) {
   Point p;
   p.lr = 1.0;

@@ -67,8 +67,11 @@ def rollout(r):
     fig, panels = plot.panels(len(groups))
     for ax, (key, idx) in zip(panels, groups.items()):
         k = np.arange(1, tf.shape[1] + 1)
-        plot.band(ax, k, r.scale(tf[idx]), "trained layer, rolled out", **plot.model_style(0))
-        ax.plot(k, r.scale(np.nanmean(gd[idx], axis=0)), color="#d62728", linestyle="--", label="GD, same damping")
+        for i, p in enumerate(idx):   # one line per replica: a replica that did not train stays apart
+            ax.plot(k, r.scale(tf[p]), color=plot.model_style(i)["color"], marker="+", linestyle="none",
+                    label=f"trained layer rolled out, replica {r.sweep.points['replica'][p]}")
+        ax.plot(k, r.scale(np.nanmean(gd[idx], axis=0)), color="#d62728", linestyle="--",
+                label="GD at the damped tuned rate (mean over replicas)")
         ax.set_xlabel("applications of the layer / GD steps")
         ax.set_ylabel(f"test loss ({r.scale.name})")
         ax.set_title(label(axes, key) if axes else r.sweep_name, fontsize=9)
@@ -77,5 +80,5 @@ def rollout(r):
     r.figure(plot.save(fig, r.outdir, "rollout.png", "[VO23] roll-out of a recurrent layer"),
              "[VO23] roll-out of a recurrent layer",
              "The trained 1-layer recurrent model applied `rollout` times (each application damped by "
-             "rollout_damping, label channel only) against as many GD steps at the damped tuned 1-step rate, on "
-             f"the evaluation set (mean over replicas, band min-max). {r.scale.note}", "transformer")
+             "rollout_damping, label channel only), one marker per replica, against as many GD steps at the damped "
+             f"tuned 1-step rate, on the evaluation set. {r.scale.note}", "transformer")
