@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "icl/core/baselines.hpp"
 #include "icl/core/gdpp.hpp"
@@ -442,14 +443,15 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   const Tuned& cf = t.closed_form;
   auto& M = out.metrics;
   const Readouts<T> run_tf = run_model(m.tf, eval_set, true), run_gd = run_model(m.gd, eval_set, true),
-               run_gdpp = run_model(m.gdpp, eval_set, true);
+               run_gdpp = run_model(m.gdpp, eval_set, true),
+               run_gdpp_tied = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, true);
   const std::vector<double> y = labels(eval_set);
   const TaskSet es = task_set(eval_set, bases);
   const Losses base = baseline_losses(p, es, cf, true);
   std::map<std::string, std::vector<double>> yhat = base.yhat;
   yhat["tf"] = run_tf.final();
   yhat["gdpp"] = run_gdpp.final();
-  yhat["gdpp_tied"] = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, false).final();
+  yhat["gdpp_tied"] = run_gdpp_tied.final();
   if (p.act_clip > 0) {   // the same weights without the clip: what act_clip does to the numbers
     Weights<T> off = m.tf;
     off.set_act_clip(0.0);
@@ -477,13 +479,13 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
     S["layer_loss_gdpp_tied"].push_back(K == L ? M["loss_gdpp_tied"] : gdpp_loss_K(t.tied_K[K - 1]));
   }
 
-  const Alignment a_gd = align(run_tf, run_gd), a_gdpp = align(run_tf, run_gdpp);
-  M["align_gd_abs"] = a_gd.abs;
-  M["align_gd_cos"] = a_gd.cos;
-  M["align_gd_l2"] = a_gd.l2;
-  M["align_gdpp_abs"] = a_gdpp.abs;
-  M["align_gdpp_cos"] = a_gdpp.cos;
-  M["align_gdpp_l2"] = a_gdpp.l2;
+  for (const auto& [ref, run] : {std::pair<const char*, const Readouts<T>*>{"gd", &run_gd}, {"gdpp", &run_gdpp},
+                                 {"gdpp_tied", &run_gdpp_tied}}) {
+    const Alignment a = align(run_tf, *run);
+    M[std::string("align_") + ref + "_abs"] = a.abs;
+    M[std::string("align_") + ref + "_cos"] = a.cos;
+    M[std::string("align_") + ref + "_l2"] = a.l2;
+  }
 }
 
 // Losses per noise level, inside and outside the training range.

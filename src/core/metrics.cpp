@@ -56,6 +56,10 @@ const std::vector<Exact>& exact() {
       {"align_gdpp_abs", "mean |yhat_TF - yhat_GD++| (L-step GD++)", "output units"},
       {"align_gdpp_cos", "mean cosine of the sensitivities, TF vs L-step GD++", "cosine"},
       {"align_gdpp_l2", "mean L2 distance of the sensitivities, TF vs L-step GD++", "output units per input unit"},
+      {"align_gdpp_tied_abs", "mean |yhat_TF - yhat_GD++| (L-step tied GD++: one (eta, gamma), the recurrent reference "
+                              "of [VO23]'s notebook)", "output units"},
+      {"align_gdpp_tied_cos", "mean cosine of the sensitivities, TF vs L-step tied GD++", "cosine"},
+      {"align_gdpp_tied_l2", "mean L2 distance of the sensitivities, TF vs L-step tied GD++", "output units per input unit"},
       {"const_rr_lambda", "ConstRR's tuned lambda", "ridge penalty"},
       {"tuned_rr_c", "TunedRR's tuned c (lambda = min(c sigma_hat^2, t))", "ratio"},
       {"tuned_rr_t", "TunedRR's tuned threshold t", "ridge penalty"},

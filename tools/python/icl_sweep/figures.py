@@ -263,11 +263,13 @@ def alignment(r):
     fig, axes = plot.panels(len(ALIGN))
     for ax, (what, name) in zip(axes, ALIGN):
         for i, (key, idx) in enumerate(groups.items()):
-            for ref, dash in (("gd", "-"), ("gdpp", "--")):
+            for ref, dash, text in (("gd", "-", "GD"), ("gdpp", "--", "GD++"), ("gdpp_tied", ":", "tied GD++")):
+                if f"align_{ref}_{what}" not in metrics:   # files written before tied GD++ was aligned
+                    continue
                 xs, rows = _rows_over(r, idx, x, metrics[f"align_{ref}_{what}"])
                 style = plot.model_style(i)
                 style["linestyle"] = dash
-                plot.band(ax, xs, rows, f"{'GD' if ref == 'gd' else 'GD++'}: {label(rest, key)}", **style)
+                plot.band(ax, xs, rows, f"{text}: {label(rest, key)}", **style)
         ax.set_xlabel("layers L (reference: L steps)")
         plot.integer_ticks(ax)
         ax.set_ylabel(name)
@@ -277,7 +279,7 @@ def alignment(r):
         ax.grid(alpha=0.3)
     r.figure(plot.save(fig, r.outdir, "alignment.png", "Alignment with GD and GD++ ([VO23])"),
              "Alignment with GD and GD++",
-             "Trained transformer against L steps of GD (solid) and GD++ (dashed) on the evaluation tasks: "
+             "Trained transformer against L steps of GD (solid), GD++ (dashed) and tied GD++ (dotted) on the evaluation tasks: "
              "prediction difference, cosine and L2 distance of the sensitivities d yhat / d x_query (1 = "
              "identical direction), mean over replicas.", "alignment")
 
