@@ -235,7 +235,7 @@ def loss_curves(r):
                 style["linestyle"] = ("-", "--", ":", "-.")[optimizers.index(lkey[0]) % 4]
             plot.band(ax, x[ok], r.scale(r.sweep.curves["test_loss"][idx][:, ok]),
                       model_label(line_axes, lkey), **style)
-        if len(set(r.sweep.points["layers"][every])) == 1:
+        if len(set(r.sweep.points["layers"][every])) == 1 and "loss_gd" in r.sweep.metrics:   # analysis = false: none
             plot.baseline_line(ax, [0, steps[every].max()], [r.scale(stats(r.sweep.metrics["loss_gd"][every][:, None])[0][0])] * 2, "gd")
         ax.set_xlabel("training step")
         ax.set_ylabel(f"test loss ({r.scale.name})")
