@@ -49,6 +49,9 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blas_probe import loaded_blas  # noqa: E402
+
 # Single thread everywhere, set before torch (and its BLAS / OpenMP) are loaded.
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -96,22 +99,6 @@ try:
     torch.set_num_interop_threads(1)
 except RuntimeError:  # already set (only possible once per process)
     pass
-
-
-def loaded_blas():
-    """Which BLAS the process actually mapped (the Debian libblas.so.3 alternative)."""
-    try:
-        with open("/proc/self/maps") as f:
-            libs = {line.split()[-1] for line in f if ".so" in line}
-    except OSError:
-        return "unknown"
-    for key, name in (("mkl", "mkl"), ("openblas", "openblas"), ("blis", "blis"),
-                      ("atlas", "atlas")):
-        if any(key in os.path.basename(l) or "/%s" % key in l for l in libs):
-            return name
-    if any("libblas.so" in l for l in libs):
-        return "reference"
-    return "none"
 
 
 class LinearTransformer(torch.nn.Module):

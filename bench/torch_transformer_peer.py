@@ -25,6 +25,9 @@ import os
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from blas_probe import loaded_blas  # noqa: E402
+
 # Single thread everywhere, set before torch (and its BLAS / OpenMP) are loaded.
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
@@ -42,19 +45,6 @@ CONFIGS = {
     "fig8": dict(BASE, tokens="constructed", layers="12", heads="4", key_size="11", attention="linear", mlp="true",
                  act_clip="10", lr="5e-4", init_scale="0.002"),
 }
-
-
-def loaded_blas():
-    """Which BLAS the process mapped."""
-    try:
-        with open("/proc/self/maps") as f:
-            libs = {line.split()[-1] for line in f if ".so" in line}
-    except OSError:
-        return "unknown"
-    for key in ("mkl", "openblas", "blis", "atlas"):
-        if any(key in os.path.basename(l) for l in libs):
-            return key
-    return "reference" if any("libblas.so" in l for l in libs) else "none"
 
 
 def main():

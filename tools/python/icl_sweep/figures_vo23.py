@@ -17,7 +17,8 @@ def _panels(r, name):
     has = np.isfinite(values).any(axis=1) & r.view.mask if values.shape[1] else np.zeros(r.sweep.size, bool)
     if not has.any():
         return None, values
-    axes = [a for a in r.view.facets()[0] + r.view.facets()[1]]
+    panel_axes, line_axes = r.view.facets()
+    axes = panel_axes + line_axes
     groups = {k: idx[has[idx]] for k, idx in r.view.groups(axes).items()}
     return (axes, {k: idx for k, idx in groups.items() if len(idx)}), values
 
