@@ -85,5 +85,38 @@ TEST(Determinism, DivergeFactorGovernsTheEvaluationRule) {
   EXPECT_EQ(off.steps_done, 40);
 }
 
+// Successive halving's legs: training to a rung, stopping, and going on from the checkpoint gives the
+// bits of the run straight through, analysis included (refresh > 1 resumes inside a batch's lifetime,
+// Adam's step count and the divergence reference carry over), for LSA and transformer models.
+TEST(Determinism, LegsThroughCheckpointsComposeToTheStraightRun) {
+  const std::vector<std::vector<std::pair<std::string, std::string>>> cases = {
+      {{"d", "4"}, {"n", "10"}, {"layers", "2"}, {"batch", "100"}, {"steps", "60"}, {"eval_every", "10"}, {"eval_tasks", "500"},
+       {"noise", "uniform:1"}, {"refresh", "3"}, {"clip", "1"}, {"schedule", "cosine"}, {"warmup", "5"}},
+      {{"d", "3"}, {"n", "6"}, {"layers", "2"}, {"batch", "64"}, {"steps", "40"}, {"eval_every", "10"}, {"eval_tasks", "200"},
+       {"arch", "transformer"}, {"norm", "1"}, {"mlp", "true"}, {"heads", "2"}, {"optimizer", "adamw"}, {"precision", "float64"}}};
+  for (const auto& options : cases) {
+    const Point p = make_point(options);
+    const Result straight = run_point(p);
+    ASSERT_EQ(straight.status, Status::ok) << straight.message;
+    Checkpoint first, second;
+    const Result a = run_point(p, nullptr, nullptr, Leg{nullptr, 20}, &first);
+    ASSERT_EQ(a.status, Status::ok);
+    EXPECT_EQ(a.steps_done, 20);
+    EXPECT_EQ(first.run.steps_done, 20);
+    EXPECT_EQ(a.analysis_status, AnalysisStatus::skipped);
+    EXPECT_EQ(first.run.curve_test_loss.back(), straight.curve_test_loss[2]);   // steps 0, 10, 20
+    const Result b = run_point(p, nullptr, nullptr, Leg{&first, 30}, &second);
+    EXPECT_EQ(second.run.steps_done, 30);
+    const Result end = run_point(p, nullptr, nullptr, Leg{&second, 0});
+    EXPECT_TRUE(same_result(end, straight));
+    EXPECT_EQ(end.analysis_status, straight.analysis_status);
+    ASSERT_EQ(end.metrics.size(), straight.metrics.size());
+    for (const auto& [name, v] : straight.metrics)
+      if (name.find("seconds") == std::string::npos)   // timings
+        EXPECT_EQ(std::memcmp(&v, &end.metrics.at(name), sizeof v), 0) << name;
+    EXPECT_GT(end.seconds_total, second.run.seconds_total);
+  }
+}
+
 }  // namespace
 }  // namespace icl

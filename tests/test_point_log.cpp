@@ -124,6 +124,58 @@ TEST(PointLog, EveryLogIsNewAndNeverAppendedAfterATornTail) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+// Rung records (successive halving's checkpoints) share the logs with point records: exact round trip of
+// the checkpoint, both kinds read back, and a damaged point record between two rung records loses only
+// itself (the reader resynchronises on either record marker).
+TEST(PointLog, RungRecordsRoundTripBesidePointRecords) {
+  const std::string dir = ::testing::TempDir() + "/icl_log3_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  Checkpoint c;
+  c.run = sample_result(0);
+  c.opt_m = {1e-3, -2.5};
+  c.opt_v = {4e-8, std::nan("")};
+  c.opt_t = 1234;
+  c.initial_eval_loss = 9.75;
+  std::string path;
+  {
+    io::PointLog log(dir);
+    path = log.path();
+    log.append_record(io::encode_rung(5, 1, 0xabc, 1.8e9, c));
+    log.append(6, 0xabc, sample_result(1));
+    log.append_record(io::encode_rung(7, 0, 0xabc, 1.8e9, c));
+  }
+  io::LogScan s = io::scan_point_logs(dir, 0xabc);
+  ASSERT_EQ(s.rungs.size(), 2u);
+  ASSERT_EQ(s.points.size(), 1u);
+  EXPECT_TRUE(s.problems.empty());
+  const io::LoggedRung& g = s.rungs[0];
+  EXPECT_EQ(g.index, 5);
+  EXPECT_EQ(g.rung, 1);
+  EXPECT_EQ(g.checkpoint.run.theta, c.run.theta);
+  EXPECT_EQ(g.checkpoint.run.curve_step, c.run.curve_step);
+  EXPECT_EQ(g.checkpoint.opt_m, c.opt_m);
+  EXPECT_EQ(g.checkpoint.opt_v[0], c.opt_v[0]);
+  EXPECT_TRUE(std::isnan(g.checkpoint.opt_v[1]));
+  EXPECT_EQ(g.checkpoint.opt_t, 1234);
+  EXPECT_EQ(g.checkpoint.initial_eval_loss, 9.75);
+  EXPECT_EQ(s.rungs[1].index, 7);
+
+  const std::string bytes = read_all(path);
+  std::string damaged = bytes;
+  const size_t first = static_cast<size_t>(*reinterpret_cast<const uint64_t*>(bytes.data())) + 16;
+  damaged[first + 2] ^= 0x40;   // the point record's length field
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << damaged;
+  s = io::scan_point_logs(dir, 0xabc);
+  EXPECT_EQ(s.rungs.size(), 2u);
+  EXPECT_EQ(s.points.size(), 0u);
+  EXPECT_EQ(s.problems.size(), 1u);
+  io::LoggedRung other;
+  std::string why;
+  EXPECT_FALSE(io::decode_rung(io::encode_rung(5, 1, 0xabc, 1.8e9, c), 0x123, &other, &why));
+  EXPECT_NE(why.find("different spec"), std::string::npos) << why;
+  std::system(("rm -rf " + dir).c_str());
+}
+
 TEST(PointLog, AnotherBuildIsRecorded) {
   const std::string rec = io::encode_point(3, 9, 1.8e9, sample_result(0), "0.0.1 (git deadbeef; other flags)");
   io::LoggedPoint p;

@@ -23,10 +23,12 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <sstream>
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
+#include "icl/cli/sweep_loop.hpp"
 #include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/core/options.hpp"
@@ -35,6 +37,7 @@
 #include "icl/io/point_log.hpp"
 #include "icl/parallel/parallel.hpp"
 #include "icl/sweep/grid.hpp"
+#include "icl/sweep/halving.hpp"
 
 namespace po = boost::program_options;
 
@@ -81,6 +84,19 @@ void print_dry_run(const sweep::Spec& spec, const sweep::Summary& g) {
               spec.max_point_source.c_str());
 }
 
+void print_halving_plan(const sweep::Spec& spec, const sweep::Grid& grid) {
+  const sweep::Conditions c = sweep::conditions(spec, grid);
+  size_t most = 0;
+  for (const auto& m : c.members) most = std::max(most, m.size());
+  std::string rungs;
+  for (int64_t r : spec.halving.rungs) rungs += " " + std::to_string(r);
+  std::printf("halving     %zu conditions of up to %zu candidates; rungs at steps%s; the best 1/%d go on (by %s); "
+              "planned cost %.1f%% of the full grid (%.2f core-hours)\n",
+              c.members.size(), most, rungs.c_str(), spec.halving.reduction, spec.halving.metric.c_str(),
+              100 * sweep::planned_fraction(spec, grid),
+              sweep::planned_fraction(spec, grid) * std::accumulate(grid.cost.begin(), grid.cost.end(), 0.0) / 3600);
+}
+
 void print_summary(const sweep::Grid& g, const std::vector<Result>& results) {
   std::vector<std::string> varying;
   for (const sweep::Axis& a : g.axes)
@@ -107,29 +123,6 @@ std::function<void(double)> seconds_rule(const std::string& option) {
       throw po::error("option '--" + option + "' = '" + text.str() + "': must be a finite number of seconds >= 0 (0 = never)");
   };
 }
-
-// Test hook (ICL_SWEEP_FAULTS="train:3,7 analysis:5"): those points' training or analysis throws, to
-// exercise the failure paths of a real sweep.
-struct InjectedFaults : StageHook {
-  std::vector<int64_t> train, analysis;
-  int64_t point = -1;
-  explicit InjectedFaults(const char* spec) {
-    std::istringstream in(spec ? spec : "");
-    for (std::string item; in >> item;) {
-      const size_t colon = item.find(':');
-      if (colon == std::string::npos) continue;
-      std::vector<int64_t>& into = item.compare(0, colon, "train") == 0 ? train : analysis;
-      std::istringstream list(item.substr(colon + 1));
-      for (std::string k; std::getline(list, k, ',');) into.push_back(std::stoll(k));
-    }
-  }
-  bool any() const { return !train.empty() || !analysis.empty(); }
-  void enter(const char* stage) override {
-    const std::vector<int64_t>& at = std::string(stage) == "train" ? train : analysis;
-    if (std::find(at.begin(), at.end(), point) != at.end())
-      throw std::runtime_error(std::string("injected fault in ") + stage + " (ICL_SWEEP_FAULTS)");
-  }
-};
 
 constexpr int kContinue = -1;   // a prolog step's "no exit yet"
 
@@ -162,7 +155,15 @@ void add_run_options(po::options_description& desc) {
       "seeds", po::value<std::vector<std::string>>(), "point | replica: a seed per point, or per replica "
       "shared by every combination (overrides the spec)")(
       "max_point_memory", po::value<std::vector<std::string>>(), "refuse points whose estimated memory exceeds this "
-      "(e.g. 8G; off = no limit; default: this machine's memory / the ranks on this node; overrides the spec)");
+      "(e.g. 8G; off = no limit; default: this machine's memory / the ranks on this node; overrides the spec)")(
+      "search", po::value<std::vector<std::string>>()->multitoken(), "successive halving: the searched axes, e.g. replica lr "
+      "(overrides the spec)")(
+      "rungs", po::value<std::vector<std::string>>()->multitoken(), "successive halving: steps at which candidates are compared "
+      "(overrides the spec)")(
+      "reduction", po::value<std::vector<std::string>>(), "successive halving: keep the best 1/reduction at every rung "
+      "(default 3; overrides the spec)")(
+      "rung_metric", po::value<std::vector<std::string>>(), "successive halving: test_loss or train_loss at the rung "
+      "(default test_loss; overrides the spec)");
 }
 
 // kContinue, or the exit code (usage errors and --help printed by rank 0).
@@ -192,7 +193,7 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   }
   for (const OptionDef& o : option_table())
     if (vm.count(o.name)) args->overrides.push_back({o.name, vm[o.name].as<std::vector<std::string>>()});
-  for (const char* key : {"repeats", "sweep_seed", "seeds", "max_point_memory"})
+  for (const char* key : {"repeats", "sweep_seed", "seeds", "max_point_memory", "search", "rungs", "reduction", "rung_metric"})
     if (vm.count(key)) args->overrides.push_back({key, vm[key].as<std::vector<std::string>>()});
   args->dry_run = vm["dry-run"].as<bool>();
   args->quiet = vm["quiet"].as<bool>();
@@ -212,8 +213,14 @@ int load_sweep(const RunArgs& args, sweep::Spec* spec, sweep::Grid* grid) {
   const bool root = par::rank() == 0;
   sweep::Summary summary;
   std::vector<std::string> errors;
-  const bool valid = read_spec(args.spec_path, args.overrides, spec, &errors) &&
-                     (args.dry_run ? sweep::summarise(*spec, &summary, &errors) : sweep::expand(*spec, grid, &errors));
+  bool valid = read_spec(args.spec_path, args.overrides, spec, &errors) &&
+               (args.dry_run ? sweep::summarise(*spec, &summary, &errors) : sweep::expand(*spec, grid, &errors));
+  if (valid && args.dry_run && spec->halving.on()) valid = sweep::expand(*spec, grid, &errors);   // the plan needs the points
+  if (valid && spec->halving.on() && args.output.retry_failed) {
+    errors.push_back("option 'retry-failed': not with successive halving (search): the decisions already ranked the failed "
+                     "points last; start over with --force to retry them");
+    valid = false;
+  }
   const int root_invalid = par::max_int(root && !valid ? 1 : 0);
   if (par::max_int(valid ? 0 : 1) != 0) {
     if (!valid && (root || !root_invalid))
@@ -223,6 +230,7 @@ int load_sweep(const RunArgs& args, sweep::Spec* spec, sweep::Grid* grid) {
   }
   if (args.dry_run) {
     if (root) print_dry_run(*spec, summary);
+    if (root && spec->halving.on()) print_halving_plan(*spec, *grid);
     return kExitOk;
   }
   return kContinue;
@@ -253,47 +261,6 @@ void install_stop_handlers() {
   for (int s : {SIGTERM, SIGUSR1, SIGINT}) ::sigaction(s, &sa, nullptr);
 }
 
-struct LoopOutcome {
-  int64_t trained = 0;      // points this rank trained
-  bool io_failed = false;   // its log failed: the whole sweep stops
-};
-
-// One rank's loop: the next point of the longest-first order from the shared counter, skipped if an
-// earlier run finished it, trained and appended to this rank's log (synced at most once a second).
-// An I/O error exhausts the counter, so every rank stops after its point in flight.
-LoopOutcome train_points(const sweep::Grid& grid, const SweepOutput& output, const std::vector<uint8_t>& finished_before) {
-  using Clock = std::chrono::steady_clock;
-  LoopOutcome mine;
-  InjectedFaults faults(std::getenv("ICL_SWEEP_FAULTS"));
-  par::Counter counter;
-  try {
-    io::PointLog log(output.dir());
-    auto last_sync = Clock::now();
-    while (!g_stop.load()) {
-      const int64_t k = counter.next();
-      if (k >= static_cast<int64_t>(grid.order.size())) break;
-      const int64_t i = grid.order[k];
-      if (finished_before[i]) continue;
-      faults.point = i;
-      const Result r = run_point(grid.points[i], &g_stop, faults.any() ? &faults : nullptr);
-      if (r.status == Status::cancelled) break;
-      log.append(i, output.hash(), r);
-      if (Clock::now() - last_sync > std::chrono::seconds(1)) {
-        log.sync();
-        last_sync = Clock::now();
-      }
-      ++mine.trained;
-    }
-    log.sync();
-  } catch (const io::IoError& e) {
-    std::fprintf(stderr, "icl-sweep run: rank %d: I/O error: %s; stopping the sweep (what is stored stays: --resume continues)\n",
-                 par::rank(), e.what());
-    mine.io_failed = true;
-    counter.exhaust();
-  }
-  return mine;
-}
-
 struct LoopTotals {
   int64_t trained = 0;   // over every rank
   double seconds = 0;
@@ -302,7 +269,7 @@ struct LoopTotals {
 
 // Rank 0's last lines: the summary table of a complete sweep, then what was done and where it went.
 void print_end(const RunArgs& args, const sweep::Grid& grid, const std::vector<Result>& results, int done,
-               const LoopTotals& totals) {
+               const LoopTotals& totals, bool halving) {
   const bool complete = done == static_cast<int>(grid.points.size());
   if (!args.quiet && complete) print_summary(grid, results);
   if (!args.quiet || !complete)
@@ -311,6 +278,13 @@ void print_end(const RunArgs& args, const sweep::Grid& grid, const std::vector<R
                 totals.trained / std::max(totals.seconds, 1e-9),
                 complete ? "" : (totals.stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
                 args.out.c_str());
+  if (!args.quiet && halving)
+    std::printf("icl-sweep: successive halving: %d points pruned; compute spent %.1f%% of the full grid's (estimated, by steps "
+                "trained); %.0f core-seconds measured over every leg\n",
+                static_cast<int>(std::count_if(results.begin(), results.end(), [](const Result& r) { return r.status == Status::pruned; })),
+                100 * sweep::spent_fraction(grid, results),
+                std::accumulate(results.begin(), results.end(), 0.0,
+                                [](double a, const Result& r) { return a + (std::isfinite(r.seconds_total) ? r.seconds_total : 0.0); }));
 }
 
 }  // namespace
@@ -347,7 +321,8 @@ int run_main(int argc, char** argv) {
     monitor = std::make_unique<SweepMonitor>(output, args.output.retry_failed, attrs, done_before, args.progress_every,
                                              args.merge_every);
   const auto loop_start = std::chrono::steady_clock::now();
-  const LoopOutcome mine = train_points(grid, output, finished_before);
+  const LoopOutcome mine = spec.halving.on() ? train_halving(spec, grid, output, g_stop)
+                                             : train_points(grid, output, finished_before, g_stop);
   par::barrier();
   LoopTotals totals;
   totals.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
@@ -361,7 +336,7 @@ int run_main(int argc, char** argv) {
     std::vector<Result> results;
     int done = 0;
     if (const int merged = output.end(args.output.retry_failed, attrs, &results, &done)) code = merged;
-    if (code == 0) print_end(args, grid, results, done, totals);
+    if (code == 0) print_end(args, grid, results, done, totals, spec.halving.on());
     std::fflush(stdout);
   }
   return finish(par::max_int(code));

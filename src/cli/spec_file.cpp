@@ -114,6 +114,54 @@ void default_memory_limit(double* bytes, std::string* source) {
             " rank" + (ranks > 1 ? "s" : "") + " on this node; set max_point_memory to change it";
 }
 
+// The sweep-level keys (not options of a point); the command line overrides them like options.
+bool is_sweep_key(const std::string& name) {
+  for (const char* key : {"repeats", "sweep_seed", "seeds", "max_point_memory", "search", "rungs", "reduction", "rung_metric"})
+    if (name == key) return true;
+  return false;
+}
+
+// Successive halving's keys (sweep/halving.hpp): `search` and `rungs` together or neither.
+template <class Key, class Shown>
+void read_halving(const Key& spec_key, const std::string& at, const Shown& shown, sweep::HalvingSpec* h,
+                  std::vector<std::string>* errors) {
+  if (const auto* v = spec_key("search")) {
+    for (const std::string& s : *v)
+      for (const std::string& t : split_ws(s)) h->search.push_back(t);
+    if (h->search.empty()) errors->push_back(at + ": 'search' = '': names the searched axes (search = replica lr)");
+  }
+  if (const auto* v = spec_key("rungs")) {
+    std::vector<std::string> values;
+    for (const std::string& s : *v)
+      for (const std::string& t : split_ws(s)) values.push_back(t);
+    long long x = 0;
+    for (const std::string& t : values) {
+      if (!parse_int(t, 1, std::numeric_limits<int>::max(), &x) || (!h->rungs.empty() && x <= h->rungs.back())) {
+        errors->push_back(at + ": 'rungs' = '" + shown(values) + "': must be increasing step counts >= 1 (rungs = 500 1500)");
+        break;
+      }
+      h->rungs.push_back(x);
+    }
+    if (values.empty()) errors->push_back(at + ": 'rungs' = '': must list at least one step (rungs = 500 1500)");
+  }
+  if (const auto* v = spec_key("reduction")) {
+    long long x = 0;
+    if (v->size() != 1 || !parse_int((*v)[0], 2, 1000, &x))
+      errors->push_back(at + ": 'reduction' = '" + shown(*v) + "': must be one integer from 2 to 1000 (keep the best 1/reduction)");
+    else h->reduction = static_cast<int>(x);
+  }
+  if (const auto* v = spec_key("rung_metric")) {
+    if (v->size() != 1 || ((*v)[0] != "test_loss" && (*v)[0] != "train_loss"))
+      errors->push_back(at + ": 'rung_metric' = '" + shown(*v) + "': must be test_loss (the evaluation loss at the rung) or train_loss");
+    else h->metric = (*v)[0];
+  }
+  if (h->search.empty() != h->rungs.empty() && errors->empty())
+    errors->push_back(std::string("'") + (h->search.empty() ? "rungs" : "search") + "': successive halving needs both " +
+                      "'search' (the searched axes) and 'rungs' (the steps at which candidates are compared)");
+  if (!h->on() && (spec_key("reduction") || spec_key("rung_metric")) && errors->empty())
+    errors->push_back("'reduction' and 'rung_metric' apply to successive halving only: set 'search' and 'rungs'");
+}
+
 }  // namespace
 
 bool read_spec_text(const std::string& path, std::string* text, std::string* why) {
@@ -174,7 +222,7 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
   po::options_description desc;
   for (const OptionDef& o : option_table())
     desc.add_options()(o.name.c_str(), po::value<std::vector<std::string>>()->composing());
-  for (const char* key : {"zip", "repeats", "sweep_seed", "seeds", "max_point_memory"})
+  for (const char* key : {"zip", "repeats", "sweep_seed", "seeds", "max_point_memory", "search", "rungs", "reduction", "rung_metric"})
     desc.add_options()(key, po::value<std::vector<std::string>>()->composing());
   po::variables_map vm;
   try {
@@ -196,7 +244,7 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
     spec->entries.push_back(e);
   }
   for (const auto& [name, values] : overrides) {
-    if (name == "repeats" || name == "sweep_seed" || name == "seeds" || name == "max_point_memory") continue;
+    if (is_sweep_key(name)) continue;
     auto it = std::find_if(spec->entries.begin(), spec->entries.end(), [&](const sweep::SpecEntry& e) { return e.option == name; });
     if (it == spec->entries.end()) spec->entries.push_back({name, values, "command line"});
     else *it = {name, values, "command line"};
@@ -259,6 +307,7 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
       spec->max_point_source = "set at " + at;
     }
   }
+  read_halving(spec_key, at, shown, &spec->halving, errors);
   spec->text = sweep::canonical_text(*spec);
   return errors->empty();
 }

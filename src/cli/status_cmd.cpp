@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <cmath>
 #include <map>
+#include <set>
 #include <string>
 
 #include "icl/cli/cli.hpp"
@@ -83,6 +85,20 @@ int status_main(int argc, char** argv) {
   if (analysis_failed) std::printf("  (analysis failed %d)", analysis_failed);
   std::printf("\n");
   std::printf("records     %zu in the logs, %d duplicate%s\n", scan.points.size(), duplicates, duplicates == 1 ? "" : "s");
+  if (!scan.rungs.empty()) {   // successive halving: checkpoints and pruned points per rung
+    std::map<int64_t, std::set<int64_t>> reached;
+    std::map<int64_t, int> pruned;
+    for (const io::LoggedRung& g : scan.rungs) reached[g.checkpoint.run.steps_done].insert(g.index);
+    double seconds = 0;
+    for (const Result* r : best)
+      if (r) {
+        if (r->status == Status::pruned) ++pruned[r->steps_done];
+        if (std::isfinite(r->seconds_total)) seconds += r->seconds_total;
+      }
+    std::printf("rungs      ");
+    for (const auto& [step, points] : reached) std::printf(" step %lld: %zu reached, %d pruned;", static_cast<long long>(step), points.size(), pruned[step]);
+    std::printf(" %.0f core-seconds in the finished points' legs\n", seconds);
+  }
   if (!scan.problems.empty())
     std::printf("unreadable  %zu record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", scan.problems.size());
   if (running && done >= 2 && total > done && last > first) {

@@ -41,7 +41,8 @@ std::vector<std::string> entries(const std::string& dir) {
 int rank_of(const Result& r) {
   switch (r.status) {
     case Status::ok: return r.analysis_status == AnalysisStatus::failed ? 1 : 0;
-    case Status::diverged: return 2;
+    case Status::diverged:
+    case Status::pruned: return 2;
     case Status::failed: return 3;
     default: return 4;
   }

@@ -13,6 +13,7 @@ const char* status_name(Status s) {
     case Status::failed: return "failed";
     case Status::pending: return "pending";
     case Status::cancelled: return "cancelled";
+    case Status::pruned: return "pruned";
   }
   return "?";
 }

@@ -9,24 +9,44 @@
 #include "icl/core/train.hpp"
 
 namespace icl {
+namespace {
 
-Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hook) {
+// Training with the measurements along its trajectory: [A24]'s landscape (lsa) or [VO23]'s copy
+// analysis (classic tokens); none in legs (the spec refuses them with successive halving).
+Result trained(const Point& p, const std::atomic<bool>* cancel, const Leg& leg, Checkpoint* stopped) {
+  Result r;
+  if (leg.partial(p)) {
+    static_cast<Trained&>(r) = train(p, cancel, nullptr, leg, stopped);
+  } else if (copy_applies(p)) {
+    CopyCurve copy(p);
+    static_cast<Trained&>(r) = train(p, cancel, &copy);
+    r.merge(copy.take());
+  } else {
+    Landscape landscape(p);
+    static_cast<Trained&>(r) = train(p, cancel, landscape.on() ? &landscape : nullptr);
+    r.merge(landscape.take());
+  }
+  return r;
+}
+
+}  // namespace
+
+Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hook, const Leg& leg, Checkpoint* stopped) {
   const auto t_start = std::chrono::steady_clock::now();
+  const auto seconds = [&] {   // wall-clock of this point's legs so far
+    return (leg.from ? leg.from->run.seconds_total : 0.0) +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  };
   Result r;
   try {
     if (hook) hook->enter("train");
-    // Measurements along the trajectory: [A24]'s landscape (lsa) or [VO23]'s copy analysis (classic tokens).
-    Landscape landscape(p);
-    if (copy_applies(p)) {
-      CopyCurve copy(p);
-      static_cast<Trained&>(r) = train(p, cancel, &copy);
-      r.merge(copy.take());
-    } else {
-      static_cast<Trained&>(r) = train(p, cancel, landscape.on() ? &landscape : nullptr);
-      r.merge(landscape.take());
-    }
+    r = trained(p, cancel, leg, stopped);
   } catch (const std::exception& e) {
     return failed_result(e.what());
+  }
+  if (r.status == Status::ok && r.steps_done < p.steps) {   // stopped at a rung: analysed when it ends
+    r.seconds_total = stopped->run.seconds_total = seconds();
+    return r;
   }
   if (r.status == Status::ok && p.analysis) {
     try {
@@ -38,7 +58,7 @@ Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hoo
       r.analysis_message = e.what();
     }
   }
-  r.seconds_total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  r.seconds_total = seconds();
   return r;
 }
 

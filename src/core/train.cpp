@@ -7,11 +7,13 @@
 // batch's loss spike is not divergence: deep linear attention under Adam has spikes it recovers from.
 #include "icl/core/train.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <limits>
 
+#include "icl/core/check.hpp"
 #include "icl/core/data.hpp"
 #include "icl/core/model.hpp"
 #include "icl/core/objective.hpp"
@@ -29,7 +31,7 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 template <class T>
 class TrainingRun {
  public:
-  TrainingRun(const Point& p, TrainObserver* observer)
+  TrainingRun(const Point& p, TrainObserver* observer, const Checkpoint* from)
       : p_(p), observer_(observer), law_(make_task_law(p)), objective_(make_trainable<T>(p)),
         blocks_(objective_->blocks()), theta_(objective_->init(p)), opt_(opt_init(objective_->size())),
         g_(objective_->size()), layer_loss_(p.layers) {
@@ -41,12 +43,19 @@ class TrainingRun {
     r_.curve_step.reserve(records);
     r_.curve_train_loss.reserve(records);
     r_.curve_test_loss.reserve(records);
+    if (from) resume(*from);
   }
 
-  Trained run(const std::atomic<bool>* cancel) {
-    evaluate(0);   // step 0: the reference for divergence
-    initial_eval_loss_ = r_.curve_test_loss.back();
-    for (int64_t s = 0; s < p_.steps && r_.status == Status::ok; ++s) {
+  // Trains up to step `until`; a run stopped there (before p.steps, status ok) fills `stopped`.
+  Trained run(const std::atomic<bool>* cancel, int64_t until, Checkpoint* stopped) {
+    if (start_ == 0) {
+      evaluate(0);   // step 0: the reference for divergence
+      initial_eval_loss_ = r_.curve_test_loss.back();
+    } else if (start_ % p_.refresh != 0) {   // the batch in use at step start_
+      const Draw batch = draws::train_batch(start_ / p_.refresh);
+      sample_tasks(law_, p_.seed, batch.stream, batch.block, batch_);
+    }
+    for (int64_t s = start_; s < until && r_.status == Status::ok; ++s) {
       if (cancel && cancel->load(std::memory_order_relaxed)) {
         r_.status = Status::cancelled;
         r_.message = "cancelled at step " + std::to_string(s);
@@ -55,11 +64,34 @@ class TrainingRun {
       if (!step(s)) break;
       if ((s + 1) % p_.eval_every == 0 || s + 1 == p_.steps) evaluate(s + 1);
     }
+    if (until < p_.steps) {
+      Trained t = finish();
+      if (t.status == Status::ok) {
+        static_cast<Trained&>(stopped->run) = t;
+        stopped->opt_m = opt_.m;
+        stopped->opt_v = opt_.v;
+        stopped->opt_t = opt_.t;
+        stopped->initial_eval_loss = initial_eval_loss_;
+      }
+      return t;
+    }
     if (r_.status == Status::ok && observer_ && observer_->wanted(p_.steps)) observer_->measure(p_.steps, theta_, {});
     return finish();
   }
 
  private:
+  // The state of a run stopped at an evaluation step (loss_since_eval_ and steps_since_eval_ are 0 there).
+  void resume(const Checkpoint& c) {
+    static_cast<Trained&>(r_) = c.run;
+    start_ = c.run.steps_done;
+    theta_ = c.run.theta;
+    layer_loss_ = c.run.layer_test_loss;
+    opt_.m = c.opt_m;
+    opt_.v = c.opt_v;
+    opt_.t = c.opt_t;
+    initial_eval_loss_ = c.initial_eval_loss;
+  }
+
   // One optimiser step; false when the loss or gradient is not finite (the point diverged).
   bool step(int64_t s) {
     auto t_step = Clock::now();
@@ -149,14 +181,18 @@ class TrainingRun {
   TaskBatch<T> batch_, eval_set_;
   Trained r_;
   double initial_eval_loss_ = kNaN, loss_since_eval_ = 0.0;
-  int64_t steps_since_eval_ = 0;
+  int64_t steps_since_eval_ = 0, start_ = 0;
 };
 
 }  // namespace
 
-Trained train(const Point& p, const std::atomic<bool>* cancel, TrainObserver* observer) {
-  if (p.precision == Precision::f32) return TrainingRun<float>(p, observer).run(cancel);
-  return TrainingRun<double>(p, observer).run(cancel);
+Trained train(const Point& p, const std::atomic<bool>* cancel, TrainObserver* observer, const Leg& leg, Checkpoint* stopped) {
+  const int64_t until = leg.until > 0 ? std::min(leg.until, p.steps) : p.steps;
+  ICL_CHECK(until == p.steps || (until % p.eval_every == 0 && stopped != nullptr));
+  ICL_CHECK(!leg.partial(p) || observer == nullptr);
+  ICL_CHECK(leg.from == nullptr || (leg.from->run.steps_done % p.eval_every == 0 && leg.from->run.steps_done < until));
+  if (p.precision == Precision::f32) return TrainingRun<float>(p, observer, leg.from).run(cancel, until, stopped);
+  return TrainingRun<double>(p, observer, leg.from).run(cancel, until, stopped);
 }
 
 }  // namespace icl

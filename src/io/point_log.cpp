@@ -23,6 +23,7 @@ namespace icl::io {
 namespace {
 
 constexpr char kMagic[9] = "ICLPT003";
+constexpr char kRungMagic[9] = "ICLRG001";
 constexpr size_t kFrame = 16;   // length + checksum
 
 uint64_t checksum(const char* data, size_t n) {
@@ -74,7 +75,7 @@ struct Reader {
   void operator()(const char*, double& v) { v = pod<double>(); }
   void operator()(const char*, Status& v) {
     const int32_t k = pod<int32_t>();
-    if (k < 0 || k > static_cast<int32_t>(Status::cancelled)) ok = false;
+    if (k < 0 || k > static_cast<int32_t>(Status::pruned)) ok = false;
     v = static_cast<Status>(k);
   }
   void operator()(const char*, AnalysisStatus& v) {
@@ -148,19 +149,31 @@ std::string encode_point(int64_t index, uint64_t spec_hash, double finished_unix
   return w.out;
 }
 
-bool decode_point(const std::string& record, uint64_t spec_hash, LoggedPoint* out, std::string* why) {
+// The payload of a framed record of kind `magic` and this spec, or "" with `why`.
+std::string payload_of(const std::string& record, const char* magic, uint64_t spec_hash, std::string* why) {
   if (record.size() < kFrame || record_at(record, 0) != record.size()) {
     *why = "torn or damaged record (checksum)";
-    return false;
+    return "";
   }
-  const std::string payload = record.substr(8, record.size() - kFrame);
-  if (payload.compare(0, 8, kMagic) != 0) {
-    *why = payload.compare(0, 5, kMagic, 5) == 0 ? "a record of an older icl-sweep format" : "not an icl-sweep point record";
-    return false;
+  std::string payload = record.substr(8, record.size() - kFrame);
+  if (payload.compare(0, 8, magic) != 0) {
+    *why = payload.compare(0, 5, magic, 5) == 0 ? "a record of an older icl-sweep format" : "not an icl-sweep record of this kind";
+    return "";
   }
+  uint64_t hash = 0;
+  if (payload.size() >= 16) std::memcpy(&hash, payload.data() + 8, 8);
+  if (payload.size() < 16 || hash != spec_hash) {
+    *why = "a record of a different spec";
+    return "";
+  }
+  return payload;
+}
+
+bool decode_point(const std::string& record, uint64_t spec_hash, LoggedPoint* out, std::string* why) {
+  const std::string payload = payload_of(record, kMagic, spec_hash, why);
+  if (payload.empty()) return false;
   Reader rd{payload};
-  rd.at = 8;
-  if (rd.pod<uint64_t>() != spec_hash) { *why = "a record of a different spec"; return false; }
+  rd.at = 16;
   LoggedPoint p;
   p.index = rd.pod<int64_t>();
   p.finished_unix = rd.pod<double>();
@@ -168,6 +181,39 @@ bool decode_point(const std::string& record, uint64_t spec_hash, LoggedPoint* ou
   for_each_field(p.result, rd);
   if (!rd.ok || rd.at != payload.size()) { *why = "malformed record"; return false; }
   *out = std::move(p);
+  return true;
+}
+
+std::string encode_rung(int64_t index, int rung, uint64_t spec_hash, double finished_unix, const Checkpoint& c,
+                        const std::string& build) {
+  Writer w;
+  w.pod<uint64_t>(0);   // length, filled in below
+  w.out.append(kRungMagic, 8);
+  w.pod<uint64_t>(spec_hash);
+  w.pod<int64_t>(index);
+  w.pod<int64_t>(rung);
+  w.pod<double>(finished_unix);
+  w("build", build);
+  for_each_checkpoint_field(c, w);
+  const uint64_t len = w.out.size() - 8;
+  std::memcpy(w.out.data(), &len, 8);
+  w.pod<uint64_t>(checksum(w.out.data(), w.out.size()));
+  return w.out;
+}
+
+bool decode_rung(const std::string& record, uint64_t spec_hash, LoggedRung* out, std::string* why) {
+  const std::string payload = payload_of(record, kRungMagic, spec_hash, why);
+  if (payload.empty()) return false;
+  Reader rd{payload};
+  rd.at = 16;
+  LoggedRung g;
+  g.index = rd.pod<int64_t>();
+  g.rung = static_cast<int>(rd.pod<int64_t>());
+  g.finished_unix = rd.pod<double>();
+  rd("build", g.build);
+  for_each_checkpoint_field(g.checkpoint, rd);
+  if (!rd.ok || rd.at != payload.size()) { *why = "malformed rung record"; return false; }
+  *out = std::move(g);
   return true;
 }
 
@@ -187,7 +233,10 @@ PointLog::~PointLog() {
 }
 
 void PointLog::append(int64_t index, uint64_t spec_hash, const Result& r) {
-  const std::string rec = encode_point(index, spec_hash, static_cast<double>(::time(nullptr)), r);
+  append_record(encode_point(index, spec_hash, static_cast<double>(::time(nullptr)), r));
+}
+
+void PointLog::append_record(const std::string& rec) {
   size_t done = 0;
   while (done < rec.size()) {
     const ssize_t k = ::write(fd_, rec.data() + done, rec.size() - done);
@@ -227,17 +276,26 @@ LogScan scan_point_logs(const std::string& dir, uint64_t spec_hash) {
       if (len == 0) {
         // Damaged or torn: resynchronise on the next record marker that starts an intact record.
         size_t next = all.size();
-        for (size_t m = all.find(kMagic, at + 9, 8); m != std::string::npos; m = all.find(kMagic, m + 1, 8))
-          if (record_at(all, m - 8) > 0) { next = m - 8; break; }
+        for (size_t m = all.find("ICL", at + 9, 3); m != std::string::npos; m = all.find("ICL", m + 1, 3))
+          if ((all.compare(m, 8, kMagic) == 0 || all.compare(m, 8, kRungMagic) == 0) && record_at(all, m - 8) > 0) {
+            next = m - 8;
+            break;
+          }
         scan.problems.push_back(path + ": " + (next == all.size() ? "torn record" : "damaged record") + " at byte " +
                                 std::to_string(at) + " (" + std::to_string(next - at) + " bytes skipped)");
         at = next;
         continue;
       }
-      LoggedPoint p;
+      const std::string record = all.substr(at, len);
       std::string why;
-      if (decode_point(all.substr(at, len), spec_hash, &p, &why)) scan.points.push_back(std::move(p));
-      else scan.problems.push_back(path + ": " + why + " at byte " + std::to_string(at));
+      if (record.compare(8, 8, kRungMagic) == 0) {
+        LoggedRung g;
+        if (decode_rung(record, spec_hash, &g, &why)) scan.rungs.push_back(std::move(g));
+      } else {
+        LoggedPoint p;
+        if (decode_point(record, spec_hash, &p, &why)) scan.points.push_back(std::move(p));
+      }
+      if (!why.empty()) scan.problems.push_back(path + ": " + why + " at byte " + std::to_string(at));
       at += len;
     }
   }

@@ -21,7 +21,7 @@ std::vector<V> row(const std::vector<V>& all, size_t P, size_t i) {
 }
 
 Status parse_status(const std::string& s) {
-  for (Status k : {Status::ok, Status::diverged, Status::failed, Status::pending, Status::cancelled})
+  for (Status k : {Status::ok, Status::diverged, Status::failed, Status::pending, Status::cancelled, Status::pruned})
     if (s == status_name(k)) return k;
   throw H5Error("unknown point status '" + s + "'");
 }

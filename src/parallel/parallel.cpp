@@ -2,12 +2,16 @@
 
 #include <mpi.h>
 
+#include <chrono>
+#include <thread>
+
 namespace icl::par {
 
 void init(int* argc, char*** argv) {
   int ready = 0;
   MPI_Initialized(&ready);
-  if (!ready) MPI_Init(argc, argv);
+  int provided = 0;
+  if (!ready) MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided);
 }
 
 void finalize() {
@@ -47,6 +51,43 @@ void broadcast(std::vector<uint8_t>& bytes) {
   MPI_Bcast(&n, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   bytes.resize(n);
   MPI_Bcast(bytes.data(), static_cast<int>(n), MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+
+namespace {
+constexpr int kTag = 7;
+}
+
+void send(int to, const std::string& bytes) {
+  MPI_Send(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, to, kTag, MPI_COMM_WORLD);
+}
+
+bool try_receive(int* from, std::string* bytes) {
+  int flag = 0;
+  MPI_Status st;
+  MPI_Iprobe(MPI_ANY_SOURCE, kTag, MPI_COMM_WORLD, &flag, &st);
+  if (!flag) return false;
+  int n = 0;
+  MPI_Get_count(&st, MPI_BYTE, &n);
+  bytes->resize(static_cast<size_t>(n));
+  MPI_Recv(bytes->data(), n, MPI_BYTE, st.MPI_SOURCE, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+  *from = st.MPI_SOURCE;
+  return true;
+}
+
+std::string receive(int from) {
+  for (;;) {
+    int flag = 0;
+    MPI_Status st;
+    MPI_Iprobe(from, kTag, MPI_COMM_WORLD, &flag, &st);
+    if (flag) {
+      int n = 0;
+      MPI_Get_count(&st, MPI_BYTE, &n);
+      std::string bytes(static_cast<size_t>(n), '\0');
+      MPI_Recv(bytes.data(), n, MPI_BYTE, from, kTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      return bytes;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 struct Counter::Impl {

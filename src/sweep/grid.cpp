@@ -1,4 +1,5 @@
 #include "icl/sweep/grid.hpp"
+#include "icl/sweep/halving.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +33,13 @@ std::string canonical_text(const Spec& spec) {
   s += "repeats = " + std::to_string(spec.repeats) + "\n";
   s += "sweep_seed = " + std::to_string(spec.sweep_seed) + "\n";
   if (spec.seeds_per_replica) s += "seeds = replica\n";
+  if (spec.halving.on()) {
+    s += "search =";
+    for (const std::string& a : spec.halving.search) s += " " + a;
+    s += "\nrungs =";
+    for (int64_t r : spec.halving.rungs) s += " " + std::to_string(r);
+    s += "\nreduction = " + std::to_string(spec.halving.reduction) + "\nrung_metric = " + spec.halving.metric + "\n";
+  }
   return s;
 }
 
@@ -250,7 +258,7 @@ bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors) {
   std::iota(grid->order.begin(), grid->order.end(), 0);
   std::stable_sort(grid->order.begin(), grid->order.end(),
                    [&](int64_t a, int64_t b) { return grid->cost[a] > grid->cost[b]; });
-  return true;
+  return !spec.halving.on() || check_halving(spec, *grid, errors);
 }
 
 }  // namespace icl::sweep

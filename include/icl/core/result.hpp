@@ -9,7 +9,8 @@
 
 namespace icl {
 
-enum class Status { ok, diverged, failed, pending, cancelled };
+// pruned: stopped at a rung of successive halving (sweep/halving.hpp), its curves kept up to there.
+enum class Status { ok, diverged, failed, pending, cancelled, pruned };
 const char* status_name(Status s);
 
 // The analysis of a trained point has a status of its own: a failing analysis keeps the training.
@@ -75,6 +76,27 @@ void for_each_field(R& r, Visit&& visit) {
   visit("analysis_message", r.analysis_message);
   visit("metrics", r.metrics);
   visit("series", r.series);
+}
+
+// A training run stopped at a step (a rung of successive halving, sweep/halving.hpp), with everything the
+// loop needs to go on bit for bit as if it had never stopped: `run` is the result so far (status ok,
+// steps_done = the step it stopped at, its curves, theta; no analysis; seconds_total of the legs so far),
+// then the optimiser state and the evaluation loss at initialisation (the divergence reference).
+struct Checkpoint {
+  Result run;
+  std::vector<double> opt_m, opt_v;
+  int64_t opt_t = 0;
+  double initial_eval_loss = 0;
+};
+
+// Every field of a checkpoint, as for_each_field.  C is Checkpoint or const Checkpoint.
+template <class C, class Visit>
+void for_each_checkpoint_field(C& c, Visit&& visit) {
+  for_each_field(c.run, visit);
+  visit("opt_m", c.opt_m);
+  visit("opt_v", c.opt_v);
+  visit("opt_t", c.opt_t);
+  visit("initial_eval_loss", c.initial_eval_loss);
 }
 
 // A result that has not been computed: status pending, every loss, time and count NaN.

@@ -9,6 +9,7 @@
 
 #include "icl/core/point.hpp"
 #include "icl/core/result.hpp"
+#include "icl/core/train.hpp"
 
 namespace icl {
 
@@ -21,6 +22,10 @@ struct StageHook {
 
 // `cancel` (optional) is polled once per training step; a cancelled point has status cancelled, which a
 // driver discards: cancellation never changes a recorded result.
-Result run_point(const Point& p, const std::atomic<bool>* cancel = nullptr, StageHook* hook = nullptr);
+// `leg` (train.hpp): successive halving trains a point in legs.  One that stops before p.steps with
+// status ok is not analysed and fills `stopped` with its checkpoint; one that ends at p.steps is analysed
+// like a point trained straight through, and has its bits (timings aside).
+Result run_point(const Point& p, const std::atomic<bool>* cancel = nullptr, StageHook* hook = nullptr, const Leg& leg = {},
+                 Checkpoint* stopped = nullptr);
 
 }  // namespace icl

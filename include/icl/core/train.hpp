@@ -20,8 +20,21 @@ struct TrainObserver {
   virtual void measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) = 0;
 };
 
+// One leg of a training run: from the initialisation or from a checkpoint (`from`), up to step `until`
+// (0: p.steps).  Legs compose bit for bit: training to step s, then from that checkpoint to the end, gives
+// the bits of one run straight through (timings aside).  `until` must be an evaluation step
+// (a multiple of p.eval_every) and no observer may watch a leg that starts or stops midway.
+struct Leg {
+  const Checkpoint* from = nullptr;
+  int64_t until = 0;
+  bool partial(const Point& p) const { return from != nullptr || (until > 0 && until < p.steps); }
+};
+
 // `cancel` (optional) is polled once per step; when it becomes true the point stops with status
-// cancelled, which a driver discards: cancellation never changes a recorded result.
-Trained train(const Point& p, const std::atomic<bool>* cancel = nullptr, TrainObserver* observer = nullptr);
+// cancelled, which a driver discards: cancellation never changes a recorded result.  A leg that stops
+// before p.steps with status ok fills `stopped` (required then) with its checkpoint, whose `run` is the
+// returned Trained.
+Trained train(const Point& p, const std::atomic<bool>* cancel = nullptr, TrainObserver* observer = nullptr,
+              const Leg& leg = {}, Checkpoint* stopped = nullptr);
 
 }  // namespace icl

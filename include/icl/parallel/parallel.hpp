@@ -3,6 +3,7 @@
 // a singleton MPI job of one rank.
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace icl::par {
@@ -15,6 +16,14 @@ void barrier();
 int max_int(int v);        // the largest v over all ranks (agreeing on an outcome)
 int64_t sum_int64(int64_t v);
 void broadcast(std::vector<uint8_t>& bytes);   // rank 0's bytes to every rank (sizes may differ before)
+
+// Point-to-point messages (successive halving's scheduler on rank 0 and the ranks it serves).  MPI is
+// initialised with MPI_THREAD_SERIALIZED: on rank 0 one thread at a time calls MPI (the scheduler's
+// service thread while the sweep runs).  Waiting polls with short sleeps, so a waiting rank leaves its
+// core to the others.
+void send(int to, const std::string& bytes);
+bool try_receive(int* from, std::string* bytes);   // a message from any rank, if one has arrived
+std::string receive(int from);                     // waits for a message from `from`
 
 // A shared counter on rank 0: next() returns 0, 1, 2, ... across all ranks, each value exactly once,
 // without rank 0 having to serve requests (one-sided MPI_Fetch_and_op): every rank, rank 0 included,

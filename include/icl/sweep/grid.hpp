@@ -26,12 +26,23 @@ struct SpecEntry {
   std::string where;   // "FILE:LINE" or "command line", for messages
 };
 
+// Successive halving (halving.hpp), on when `search` names axes.
+struct HalvingSpec {
+  std::vector<std::string> search;   // searched axes: options listed in the spec (a zip group by any of its
+                                     // names) or `replica`; the other axes make the conditions
+  std::vector<int64_t> rungs;        // steps at which a condition's candidates are compared, increasing
+  int reduction = 3;                 // at each rung the best 1/reduction of them (at least one) go on
+  std::string metric = "test_loss";  // test_loss (the evaluation loss at the rung) or train_loss
+  bool on() const { return !search.empty(); }
+};
+
 struct Spec {
   std::vector<SpecEntry> entries;               // in order of appearance; one entry per option
   std::vector<std::vector<std::string>> zips;   // groups of option names advanced together
   int repeats = 1;
   uint64_t sweep_seed = 0;
   bool seeds_per_replica = false;               // `seeds = replica` (default `point`)
+  HalvingSpec halving;
   std::string text;                             // the canonical spec (hashed, stored in the output)
   // Points whose memory estimate exceeds this are refused (0: no limit).  Not part of `text`: it never
   // changes a result.  `max_point_source` says where the limit comes from, for messages.
@@ -72,7 +83,8 @@ bool only_multiplies(const std::string& option);
 // the option, the value and the rule.
 bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors);
 
-// The canonical text of a spec (entries, zips, repeats, sweep_seed, seeds if not the default) and its
+// The canonical text of a spec (entries, zips, repeats, sweep_seed, seeds if not the default, the
+// halving keys if on) and its
 // 64-bit hash.
 std::string canonical_text(const Spec& spec);
 uint64_t spec_hash(const std::string& canonical);

@@ -38,6 +38,9 @@ def write(r):
                                if any(f["section"] == k for f in r.figures)) + "<a href='#tables'>Tables</a></nav>",
              "<table>" + "".join(f"<tr><th>{html.escape(k)}</th><td style='text-align:left'>{html.escape(str(v))}</td></tr>"
                                  for k, v in facts) + "</table>"]
+    if r.pruned:
+        parts.append(f"<p>{r.pruned} point(s) pruned by successive halving (their curves up to the rung are in the file); "
+                     "the tables and figures use the survivors.</p>")
     if r.failures:
         parts.append("<h2>Points that did not finish</h2><pre>" + html.escape("\n".join(r.failures)) + "</pre>")
     parts.append("<h2 id='tables'>Tables</h2><p>Every point: <a href='points.csv'>points.csv</a>.</p>")

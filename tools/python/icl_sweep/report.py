@@ -2,6 +2,8 @@
 varied, and one offline HTML page linking them all. Run through tools/icl-report."""
 import argparse
 import os
+
+import numpy as np
 import sys
 
 from . import figures, figures_landscape, figures_vo23, figures_weights, html, plot, tables
@@ -24,7 +26,9 @@ class Report:
         self.figures, self.tables = [], []
         status = sweep.points["status"]
         self.failures = [f"point {i}: {status[i]}: {sweep.points['message'][i]}"
-                         for i in range(sweep.size) if status[i] != "ok"]
+                         for i in range(sweep.size) if status[i] not in ("ok", "pruned")]
+        # Successive halving: pruned points stopped at a rung by design; the tables and --best use the survivors.
+        self.pruned = int(np.sum(status == "pruned"))
 
     def figure(self, file, title, caption, section):
         self.figures.append(dict(file=file, title=title, caption=caption, section=section))
@@ -94,6 +98,8 @@ def main(argv=None):
     if not args.quiet:
         for t in r.tables:
             print(f"\n{t['title']}\n{tables.text_table(t['header'], t['rows'])}")
+        if r.pruned:
+            print(f"\n{r.pruned} point(s) pruned by successive halving (curves up to their rung kept); tables use the survivors")
         if r.failures:
             print(f"\n{len(r.failures)} point(s) did not finish:\n  " + "\n  ".join(r.failures[:20]))
     print(f"\nicl-report: {len(r.figures)} figures, {len(r.tables)} tables, points.csv in {outdir}; "

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Successive halving under real mpiexec (sweep/halving.hpp): 1, 2 and 3 ranks give identical files; every
+# survivor's row equals the same point trained straight through in the full grid, bit for bit, and every
+# pruned point's curves are the full run's up to its rung; kill -9 of the whole job at random moments,
+# then --resume, and a SIGUSR1 stop, then --resume, equal an uninterrupted run; a failing point ranks
+# last and the sweep goes on; status shows the rungs; halving specs that break a rule exit 2 and write
+# nothing.
+set -u
+bin=$1
+src=$2
+dir=$(mktemp -d)
+cleanup() { pkill -9 -f "icl-sweep run .*$dir" 2>/dev/null; rm -rf "$dir"; }
+trap cleanup EXIT
+. "$src/lib.sh"
+need_python h5py numpy
+mpi() { local n=$1; shift; mpiexec --oversubscribe -n "$n" "$@"; }
+compare() { "$py" "$src/compare_sweeps.py" "$1" "$2" && ok "$3" || fail "$3"; }
+state() { "$py" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['sweep_state'])" "$1"; }
+spec=$src/specs/halving_small.ini
+
+# 1, 2 and 3 ranks: the same bits.
+for n in 1 2 3; do
+  mpi $n "$bin" run "$spec" -o "$dir/r$n.h5" --quiet || fail "run on $n ranks"
+done
+[ "$(state "$dir/r1.h5")" = complete ] && ok "1-rank halving sweep complete" || fail "1-rank halving sweep not complete"
+compare "$dir/r1.h5" "$dir/r2.h5" "halving: 2 ranks == 1 rank, bit for bit"
+compare "$dir/r1.h5" "$dir/r3.h5" "halving: 3 ranks == 1 rank, bit for bit"
+out=$("$bin" status "$dir/r1.h5")
+grep -q "ok 2  pruned 16" <<<"$out" && grep -q "step 200: 18 reached, 12 pruned; step 600: 6 reached, 4 pruned" <<<"$out" \
+  && ok "status: 2 survivors, 12 pruned at the first rung and 4 at the second" || fail "status: $out"
+
+# The survivors against the full grid trained straight through.
+grep -v '^search\|^rungs' "$spec" > "$dir/full.ini"
+mpi 2 "$bin" run "$dir/full.ini" -o "$dir/full.h5" --quiet || fail "full grid run"
+"$py" - "$dir/r1.h5" "$dir/full.h5" <<'PY' && ok "survivors == straight-through points bit for bit; pruned curves == their prefix" || fail "halving vs full grid"
+import sys, h5py, numpy as np
+TIMING = {"wall_seconds", "train_seconds", "eval_seconds", "steps_per_second", "analysis_seconds", "landscape_seconds"}
+a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+status = a["points/status"][:].astype(str)
+bad = []
+assert (status == "ok").sum() == 2 and (status == "pruned").sum() == 16, status
+for i in np.flatnonzero(status == "ok"):
+    for name in [f"weights/{i}/theta", f"weights/{i}/Q", "curves/test_loss", "curves/train_loss", "curves/step", "layers/test_loss"]:
+        x, y = (a[name], b[name]) if name.startswith("weights") else (a[name][i], b[name][i])
+        if x[()].tobytes() != y[()].tobytes(): bad.append((i, name))
+    for m in a["metrics"]:
+        if m not in TIMING and a["metrics"][m][i].tobytes() != b["metrics"][m][i].tobytes(): bad.append((i, m))
+for i in np.flatnonzero(status == "pruned"):
+    x, y = a["curves/test_loss"][i], b["curves/test_loss"][i]
+    n = int(np.sum(~np.isnan(x)))
+    if n < 5 or x[:n].tobytes() != y[:n].tobytes() or not np.isnan(a["metrics/test_loss"][i]): bad.append((i, "pruned curve"))
+    if "pruned at rung" not in a["points/message"][i].decode(): bad.append((i, "message"))
+print(bad or "survivors and pruned curves match")
+sys.exit(1 if bad else 0)
+PY
+
+# kill -9 of the whole job at random moments, three times, then --resume to the end.
+interrupted=0
+for round in 1 2 3; do
+  setsid mpiexec --oversubscribe -n 2 "$bin" run "$spec" -o "$dir/k.h5" --resume --quiet >/dev/null 2>&1 &
+  pid=$!
+  sleep "$(awk -v s=$RANDOM 'BEGIN {srand(s); printf "%.2f", 0.4 + 1.0 * rand()}')"
+  kill -9 -- -$pid 2>/dev/null
+  wait $pid 2>/dev/null
+  pkill -9 -f "icl-sweep run .*$dir/k.h5" 2>/dev/null
+  stored=$("$bin" status "$dir/k.h5" 2>/dev/null | awk '/^done/ {print $2}')
+  stored=${stored:-0}
+  [ "$stored" -lt 18 ] && interrupted=$((interrupted + 1))
+  echo "  killed round $round with $stored of 18 points stored"
+done
+[ $interrupted -ge 1 ] && ok "kill -9 interrupted the halving sweep ($interrupted of 3 rounds mid-run)" || fail "no kill landed mid-run"
+mpi 2 "$bin" run "$spec" -o "$dir/k.h5" --resume --quiet || fail "final resume"
+compare "$dir/r1.h5" "$dir/k.h5" "halving: kill -9 x3 + resume == uninterrupted"
+
+# SIGUSR1: a clean stop, then --resume.
+setsid mpiexec --oversubscribe -n 3 "$bin" run "$spec" -o "$dir/s.h5" --quiet > "$dir/s.log" 2>&1 &
+pid=$!
+sleep 0.8
+kill -USR1 $pid
+wait $pid; rc=$?
+[ $rc -eq 0 ] && [ "$(state "$dir/s.h5")" = incomplete ] && ok "SIGUSR1: clean exit 0, incomplete" || fail "SIGUSR1: rc $rc: $(cat "$dir/s.log")"
+mpi 2 "$bin" run "$spec" -o "$dir/s.h5" --resume --quiet || fail "resume after SIGUSR1"
+compare "$dir/r1.h5" "$dir/s.h5" "halving: SIGUSR1 + resume == uninterrupted"
+
+# A point that fails ranks last; the others decide; the sweep completes.
+ICL_SWEEP_FAULTS="train:0" mpi 2 "$bin" run "$spec" -o "$dir/f.h5" --quiet || fail "run with a failing point"
+"$py" - "$dir/f.h5" "$dir/r1.h5" <<'PY' && ok "a failed point ranks last, the sweep completes" || fail "failed point in halving"
+import sys, h5py, numpy as np
+f, r = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+s, t = f["points/status"][:].astype(str), r["points/status"][:].astype(str)
+assert f.attrs["sweep_state"] == "complete" and s[0] == "failed", s
+assert np.isnan(f["metrics/test_loss"][0])
+assert (s == "ok").sum() == 2 and ((s == "pruned").sum() == 15), s
+PY
+
+# Rules: exit 2, the option, the value and the rule, nothing written.
+check_refused() {   # name, expected text, extra args...
+  local name=$1 want=$2; shift 2
+  out=$(mpi 1 "$bin" run "$spec" -o "$dir/bad.h5" "$@" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -qF "$want" <<<"$out" && [ ! -e "$dir/bad.h5" ] && [ ! -e "$dir/bad.h5.points" ] \
+    && ok "refused: $name" || fail "$name: rc $rc: $out"
+}
+check_refused "a rung that is not an evaluation step" "'rungs' = '210 600': every rung must be a multiple of eval_every (50)" --rungs 210 600
+check_refused "a rung at or past the end" "every rung must be below the point's steps (1200)" --rungs 200 1200
+check_refused "rungs not increasing" "'rungs' = '600 200': must be increasing" --rungs 600 200
+check_refused "an unknown searched axis" "'search' = 'noise': must name axes of the sweep" --search noise
+check_refused "the landscape along legs" "'landscape' is measured along the whole trajectory" --landscape every:100
+check_refused "a reduction of 1" "'reduction' = '1': must be one integer from 2 to 1000" --reduction 1
+check_refused "an unknown rung metric" "'rung_metric' = 'loss_gd'" --rung_metric loss_gd
+check_refused "--retry-failed" "option 'retry-failed': not with successive halving" --retry-failed
+[ $failures -eq 0 ] && echo "all halving sweep checks passed" || { echo "$failures check(s) failed"; exit 1; }
