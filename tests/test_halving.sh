@@ -29,6 +29,11 @@ out=$("$bin" status "$dir/r1.h5")
 grep -q "ok 2  pruned 16" <<<"$out" && grep -q "step 200: 18 reached, 12 pruned; step 600: 6 reached, 4 pruned" <<<"$out" \
   && ok "status: 2 survivors, 12 pruned at the first rung and 4 at the second" || fail "status: $out"
 
+# The report: the survivors' tables, the pruned points counted, the halving figure.
+out=$("$src/../tools/icl-report" "$dir/r1.h5" -o "$dir/report" --best replica lr 2>&1)
+grep -qF "16 point(s) pruned by successive halving" <<<"$out" && [ -s "$dir/report/halving.png" ] \
+  && ! grep -q "did not finish" <<<"$out" && ok "report: survivors, 16 pruned counted, halving figure" || fail "report: $out"
+
 # The survivors against the full grid trained straight through.
 grep -v '^search\|^rungs' "$spec" > "$dir/full.ini"
 mpi 2 "$bin" run "$dir/full.ini" -o "$dir/full.h5" --quiet || fail "full grid run"
@@ -54,6 +59,11 @@ print(bad or "survivors and pruned curves match")
 sys.exit(1 if bad else 0)
 PY
 
+# icl-halving-check: the replay of the same rungs on the full grid's curves agrees with the live sweep.
+live=$("$src/../tools/icl-halving-check" "$dir/full.h5" "$dir/r1.h5" | awk '/^agreement/ {print $2, $5}')
+replayed=$("$src/../tools/icl-halving-check" "$dir/full.h5" --replay 200,600 | awk '{print $4, $7}')
+[ -n "$live" ] && [ "$live" = "$replayed" ] && ok "icl-halving-check: replay == live sweep ($live)" || fail "replay '$replayed' vs live '$live'"
+
 # kill -9 of the whole job at random moments, three times, then --resume to the end.
 interrupted=0
 for round in 1 2 3; do
@@ -71,6 +81,10 @@ done
 [ $interrupted -ge 1 ] && ok "kill -9 interrupted the halving sweep ($interrupted of 3 rounds mid-run)" || fail "no kill landed mid-run"
 mpi 2 "$bin" run "$spec" -o "$dir/k.h5" --resume --quiet || fail "final resume"
 compare "$dir/r1.h5" "$dir/k.h5" "halving: kill -9 x3 + resume == uninterrupted"
+out=$("$bin" status "$dir/k.h5")
+grep -q "records     18 in the logs, 0 duplicates" <<<"$out" && ok "no point recorded twice across the kills" || fail "duplicates: $out"
+out=$(mpi 1 "$bin" run "$spec" -o "$dir/k.h5" --resume 2>&1)
+grep -qF "(0 legs trained in this run" <<<"$out" && ok "resume of a complete halving sweep trains nothing" || fail "resume complete: $out"
 
 # SIGUSR1: a clean stop, then --resume.
 setsid mpiexec --oversubscribe -n 3 "$bin" run "$spec" -o "$dir/s.h5" --quiet > "$dir/s.log" 2>&1 &

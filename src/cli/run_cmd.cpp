@@ -273,9 +273,9 @@ void print_end(const RunArgs& args, const sweep::Grid& grid, const std::vector<R
   const bool complete = done == static_cast<int>(grid.points.size());
   if (!args.quiet && complete) print_summary(grid, results);
   if (!args.quiet || !complete)
-    std::printf("icl-sweep: %d/%zu points done (%lld trained in this run, %.2f s, %.0f points/s)%s; wrote %s\n", done,
-                grid.points.size(), static_cast<long long>(totals.trained), totals.seconds,
-                totals.trained / std::max(totals.seconds, 1e-9),
+    std::printf("icl-sweep: %d/%zu points done (%lld%s trained in this run, %.2f s, %.0f %s/s)%s; wrote %s\n", done,
+                grid.points.size(), static_cast<long long>(totals.trained), halving ? " legs" : "", totals.seconds,
+                totals.trained / std::max(totals.seconds, 1e-9), halving ? "legs" : "points",
                 complete ? "" : (totals.stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
                 args.out.c_str());
   if (!args.quiet && halving)

@@ -2,11 +2,11 @@
 varied, and one offline HTML page linking them all. Run through tools/icl-report."""
 import argparse
 import os
-
-import numpy as np
 import sys
 
-from . import figures, figures_landscape, figures_vo23, figures_weights, html, plot, tables
+import numpy as np
+
+from . import figures, figures_halving, figures_landscape, figures_vo23, figures_weights, html, plot, tables
 from .groups import View
 from .load import Sweep
 from .plot import Scale
@@ -14,7 +14,7 @@ from .plot import Scale
 FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, figures.loss_curves,
            figures.alignment, figures.out_of_distribution, figures_weights.preconditioners,
            figures_weights.v24_scalars, figures_weights.weight_heatmaps, figures_landscape.landscape,
-           figures_vo23.copy_analysis, figures_vo23.rollout)
+           figures_vo23.copy_analysis, figures_vo23.rollout, figures_halving.halving)
 
 
 class Report:
