@@ -8,3 +8,7 @@ ok() { echo "ok: $*"; }
 need_python() {
   py=$("$(dirname "${BASH_SOURCE[0]}")/../tools/find-python" "$@") || { echo "FAIL: no Python with $*"; exit 1; }
 }
+# The sweep tests' helpers (after need_python h5py numpy; $src is the tests directory).
+mpi() { local n=$1; shift; mpiexec --oversubscribe -n "$n" "$@"; }
+compare() { "$py" "$src/compare_sweeps.py" "$1" "$2" && ok "$3" || fail "$3"; }
+state() { "$py" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['sweep_state'])" "$1"; }

@@ -18,8 +18,6 @@ trap cleanup EXIT
 . "$src/lib.sh"
 need_python h5py numpy
 run1() { "$bin" run "$@" --quiet; }                       # a singleton MPI job
-compare() { "$py" "$src/compare_sweeps.py" "$1" "$2" && ok "$3" || fail "$3"; }
-state() { "$py" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['sweep_state'])" "$1"; }
 done_of() { "$bin" status "$1" 2>/dev/null | awk '/^done/ {print $2}'; }
 wait_done() { for _ in $(seq 1 600); do [ "$(done_of "$1")" -ge "$2" ] 2>/dev/null && return; sleep 0.1; done; }   # up to 60 s
 spec=$src/specs/sweep_small.ini

@@ -11,9 +11,6 @@ cleanup() { pkill -9 -f "icl-sweep run .*$dir" 2>/dev/null; rm -rf "$dir"; }
 trap cleanup EXIT
 . "$src/lib.sh"
 need_python h5py numpy
-mpi() { local n=$1; shift; mpiexec --oversubscribe -n "$n" "$@"; }
-compare() { "$py" "$src/compare_sweeps.py" "$1" "$2" && ok "$3" || fail "$3"; }
-state() { "$py" -c "import h5py,sys; print(h5py.File(sys.argv[1],'r').attrs['sweep_state'])" "$1"; }
 spec=$src/specs/sweep_small.ini
 
 # Spec errors: exit 2, file:line, nothing written.

@@ -134,19 +134,27 @@ std::string build_identity() {
   return std::string(build::version) + " (git " + build::git_revision + "; " + build::flags + ")";
 }
 
-std::string encode_point(int64_t index, uint64_t spec_hash, double finished_unix, const Result& r, const std::string& build) {
+// A record's frame: length, `magic` and the spec hash, then what `body` writes, then the checksum.
+template <class Body>
+std::string framed(const char* magic, uint64_t spec_hash, Body&& body) {
   Writer w;
   w.pod<uint64_t>(0);   // length, filled in below
-  w.out.append(kMagic, 8);
+  w.out.append(magic, 8);
   w.pod<uint64_t>(spec_hash);
-  w.pod<int64_t>(index);
-  w.pod<double>(finished_unix);
-  w("build", build);
-  for_each_field(r, w);
+  body(w);
   const uint64_t len = w.out.size() - 8;
   std::memcpy(w.out.data(), &len, 8);
   w.pod<uint64_t>(checksum(w.out.data(), w.out.size()));
   return w.out;
+}
+
+std::string encode_point(int64_t index, uint64_t spec_hash, double finished_unix, const Result& r, const std::string& build) {
+  return framed(kMagic, spec_hash, [&](Writer& w) {
+    w.pod<int64_t>(index);
+    w.pod<double>(finished_unix);
+    w("build", build);
+    for_each_field(r, w);
+  });
 }
 
 // The payload of a framed record of kind `magic` and this spec, or "" with `why`.
@@ -186,19 +194,13 @@ bool decode_point(const std::string& record, uint64_t spec_hash, LoggedPoint* ou
 
 std::string encode_rung(int64_t index, int rung, uint64_t spec_hash, double finished_unix, const Checkpoint& c,
                         const std::string& build) {
-  Writer w;
-  w.pod<uint64_t>(0);   // length, filled in below
-  w.out.append(kRungMagic, 8);
-  w.pod<uint64_t>(spec_hash);
-  w.pod<int64_t>(index);
-  w.pod<int64_t>(rung);
-  w.pod<double>(finished_unix);
-  w("build", build);
-  for_each_checkpoint_field(c, w);
-  const uint64_t len = w.out.size() - 8;
-  std::memcpy(w.out.data(), &len, 8);
-  w.pod<uint64_t>(checksum(w.out.data(), w.out.size()));
-  return w.out;
+  return framed(kRungMagic, spec_hash, [&](Writer& w) {
+    w.pod<int64_t>(index);
+    w.pod<int64_t>(rung);
+    w.pod<double>(finished_unix);
+    w("build", build);
+    for_each_checkpoint_field(c, w);
+  });
 }
 
 bool decode_rung(const std::string& record, uint64_t spec_hash, LoggedRung* out, std::string* why) {
