@@ -2,6 +2,7 @@
 varied, and one offline HTML page linking them all. Run through tools/icl-report."""
 import argparse
 import os
+import re
 import sys
 
 import numpy as np
@@ -68,6 +69,11 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         usage_error("file", args.file, f"not a readable icl-sweep results file ({e})")
     plot.use_labels(sweep.labels)
+    searched = re.search(r"^search = (.*)$", sweep.attrs.get("spec", ""), re.M)
+    if searched and not args.best:   # successive halving: each condition's survivor, as --best over the searched axes
+        args.best = [a for a in searched.group(1).split() if a == "replica" or len(np.unique(sweep.points[a])) > 1]
+        if not args.quiet:
+            print("icl-report: a successive-halving sweep: --best " + " ".join(args.best) + " (the survivors)")
     for option in args.best:
         if option != "replica" and option not in sweep.points:
             usage_error("--best", option, "must be an option of the file or 'replica'")
