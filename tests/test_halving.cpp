@@ -105,6 +105,34 @@ TEST(Halving, ConditionsGroupWhatIsNotSearched) {
   EXPECT_EQ(d.members[0], (std::vector<int64_t>{0, 3, 6}));   // the three rates of replica 0
 }
 
+// A zip group is searched by any of its names; the rung metric is read from the curves at the rung step.
+TEST(Halving, ZipGroupsAreSearchedWholeAndTheMetricIsReadAtTheRung) {
+  Spec s = halving_spec({"lr"});
+  s.entries.push_back({"batch", {"64", "128", "256"}, "f:6"});
+  s.zips = {{"lr", "batch"}};
+  s.repeats = 1;
+  s.text = canonical_text(s);
+  const Grid g = grid_of(s);
+  ASSERT_EQ(g.points.size(), 6u);   // layers x (lr, batch)
+  const Conditions c = conditions(s, g);
+  ASSERT_EQ(c.members.size(), 2u);
+  EXPECT_EQ(c.members[1], (std::vector<int64_t>{3, 4, 5}));
+  Trained t;
+  t.curve_step = {0, 100, 200};
+  t.curve_test_loss = {3, 2, 1};
+  t.curve_train_loss = {NAN, 2.5, 1.5};
+  HalvingSpec h;
+  EXPECT_EQ(metric_at(h, t, 100), 2);
+  h.metric = "train_loss";
+  EXPECT_EQ(metric_at(h, t, 200), 1.5);
+  EXPECT_TRUE(std::isnan(metric_at(h, t, 300)));   // not reached
+  std::vector<std::string> errors;
+  Spec unknown = halving_spec({"noise"});
+  EXPECT_FALSE(check_halving(unknown, grid_of(halving_spec({"lr"})), &errors));
+  ASSERT_EQ(errors.size(), 1u);
+  EXPECT_NE(errors[0].find("'search' = 'noise'"), std::string::npos) << errors[0];
+}
+
 TEST(Halving, KeepsTheBestThirdAtEveryRungWhateverTheOrderAndRanks) {
   const Spec s = halving_spec({"replica", "lr"});
   const Grid g = grid_of(s);

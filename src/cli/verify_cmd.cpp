@@ -84,7 +84,9 @@ int verify_main(int argc, char** argv) {
   const bool have_grid = stored_grid(out, spec_file, &spec, &grid, &why);
   if (have_grid) {
     const io::LogScan scan = io::scan_point_logs(dir, sweep::spec_hash(spec.text));
-    std::printf("logs        %d file(s), %zu intact record(s) of this spec\n", scan.files, scan.points.size());
+    std::printf("logs        %d file(s), %zu intact record(s) of this spec", scan.files, scan.points.size());
+    if (!scan.rungs.empty()) std::printf(" and %zu rung checkpoint(s) (successive halving)", scan.rungs.size());
+    std::printf("\n");
     for (const std::string& p : scan.problems) std::printf("damaged     %s\n", p.c_str());
   }
   const bool damaged = !v.problems.empty();
