@@ -29,7 +29,8 @@ grep -qx "#SBATCH --time=12:00:00" "$dir/job.slurm" && grep -qx "#SBATCH --ntask
 grep -qx "#PBS -l select=2:ncpus=8:mpiprocs=8" "$dir/job.pbs" && grep -qx "#PBS -l walltime=12:00:00" "$dir/job.pbs" \
   && ok "pbs lines filled in" || fail "pbs lines"
 
-# The PBS chain, for real, with a fake qsub: 6 s jobs with a 2 s warning for a ~9 s sweep.
+# The PBS chain, for real, with a fake qsub: 8 s jobs with a 2 s warning for a ~9 s sweep (its longest point
+# takes up to 5 s when another process holds one of the two cores: the window must hold it).
 spec=$src/specs/sweep_kill.ini
 mpiexec --oversubscribe -n 2 "$bin" run "$spec" -o "$dir/ref.h5" --quiet || fail "reference run"
 mkdir -p "$dir/fakebin"
@@ -40,7 +41,7 @@ echo "fake.\$((\$(wc -l < "$dir/qsub.log") + 1))"
 FAKE
 chmod +x "$dir/fakebin/qsub"
 printf 'localhost\nlocalhost\n' > "$dir/nodes"
-"$root/tools/icl-job" --cluster pbs --spec "$spec" --out "$dir/pbs.h5" --tasks-per-node 2 --walltime 00:00:06 \
+"$root/tools/icl-job" --cluster pbs --spec "$spec" --out "$dir/pbs.h5" --tasks-per-node 2 --walltime 00:00:08 \
   --warning 2 -o "$dir/chain.pbs" >/dev/null
 job=1 chain=0
 while [ $job -le 20 ]; do
