@@ -4,7 +4,8 @@
 //            take OUT.h5's finished rows into the logs) and writes the plan.
 //   loop:    every rank takes the next point of the longest-first order from a shared counter, skips
 //            it if it finished in an earlier run (rank 0 read the logs and broadcast the set), trains it
-//            and appends it to its own log; rank 0's monitor thread (sweep_monitor.hpp) prints progress
+//            and appends it to its own log (sweep_loop.hpp; with successive halving, legs between rungs
+//            from rank 0's scheduler instead); rank 0's monitor thread (sweep_monitor.hpp) prints progress
 //            and re-merges the logs into OUT.h5 every --merge-every seconds, so a running sweep can be reported.
 //   epilog:  rank 0 merges the logs into OUT.h5 (complete, or incomplete after a signal).
 // Durability: a finished point is appended, as one self-checking record, to its rank's log in
@@ -90,11 +91,11 @@ void print_halving_plan(const sweep::Spec& spec, const sweep::Grid& grid) {
   for (const auto& m : c.members) most = std::max(most, m.size());
   std::string rungs;
   for (int64_t r : spec.halving.rungs) rungs += " " + std::to_string(r);
+  const double planned = sweep::planned_fraction(spec, grid);
   std::printf("halving     %zu conditions of up to %zu candidates; rungs at steps%s; the best 1/%d go on (by %s); "
               "planned cost %.1f%% of the full grid (%.2f core-hours)\n",
-              c.members.size(), most, rungs.c_str(), spec.halving.reduction, spec.halving.metric.c_str(),
-              100 * sweep::planned_fraction(spec, grid),
-              sweep::planned_fraction(spec, grid) * std::accumulate(grid.cost.begin(), grid.cost.end(), 0.0) / 3600);
+              c.members.size(), most, rungs.c_str(), spec.halving.reduction, spec.halving.metric.c_str(), 100 * planned,
+              planned * std::accumulate(grid.cost.begin(), grid.cost.end(), 0.0) / 3600);
 }
 
 void print_summary(const sweep::Grid& g, const std::vector<Result>& results) {
@@ -193,7 +194,7 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   }
   for (const OptionDef& o : option_table())
     if (vm.count(o.name)) args->overrides.push_back({o.name, vm[o.name].as<std::vector<std::string>>()});
-  for (const char* key : {"repeats", "sweep_seed", "seeds", "max_point_memory", "search", "rungs", "reduction", "rung_metric"})
+  for (const std::string& key : sweep_keys())
     if (vm.count(key)) args->overrides.push_back({key, vm[key].as<std::vector<std::string>>()});
   args->dry_run = vm["dry-run"].as<bool>();
   args->quiet = vm["quiet"].as<bool>();

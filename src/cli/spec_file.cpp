@@ -114,13 +114,6 @@ void default_memory_limit(double* bytes, std::string* source) {
             " rank" + (ranks > 1 ? "s" : "") + " on this node; set max_point_memory to change it";
 }
 
-// The sweep-level keys (not options of a point); the command line overrides them like options.
-bool is_sweep_key(const std::string& name) {
-  for (const char* key : {"repeats", "sweep_seed", "seeds", "max_point_memory", "search", "rungs", "reduction", "rung_metric"})
-    if (name == key) return true;
-  return false;
-}
-
 // Successive halving's keys (sweep/halving.hpp): `search` and `rungs` together or neither.
 template <class Key, class Shown>
 void read_halving(const Key& spec_key, const std::string& at, const Shown& shown, sweep::HalvingSpec* h,
@@ -210,6 +203,12 @@ bool read_spec_text(const std::string& path, std::string* text, std::string* why
   return ok;
 }
 
+const std::vector<std::string>& sweep_keys() {
+  static const std::vector<std::string> keys = {"repeats", "sweep_seed", "seeds", "max_point_memory",
+                                                "search", "rungs", "reduction", "rung_metric"};
+  return keys;
+}
+
 bool read_spec(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::string>>>& overrides,
                sweep::Spec* spec, std::vector<std::string>* errors) {
   errors->clear();
@@ -222,8 +221,8 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
   po::options_description desc;
   for (const OptionDef& o : option_table())
     desc.add_options()(o.name.c_str(), po::value<std::vector<std::string>>()->composing());
-  for (const char* key : {"zip", "repeats", "sweep_seed", "seeds", "max_point_memory", "search", "rungs", "reduction", "rung_metric"})
-    desc.add_options()(key, po::value<std::vector<std::string>>()->composing());
+  desc.add_options()("zip", po::value<std::vector<std::string>>()->composing());
+  for (const std::string& key : sweep_keys()) desc.add_options()(key.c_str(), po::value<std::vector<std::string>>()->composing());
   po::variables_map vm;
   try {
     std::istringstream file(text);
@@ -244,7 +243,7 @@ bool read_spec(const std::string& path, const std::vector<std::pair<std::string,
     spec->entries.push_back(e);
   }
   for (const auto& [name, values] : overrides) {
-    if (is_sweep_key(name)) continue;
+    if (std::find(sweep_keys().begin(), sweep_keys().end(), name) != sweep_keys().end()) continue;
     auto it = std::find_if(spec->entries.begin(), spec->entries.end(), [&](const sweep::SpecEntry& e) { return e.option == name; });
     if (it == spec->entries.end()) spec->entries.push_back({name, values, "command line"});
     else *it = {name, values, "command line"};

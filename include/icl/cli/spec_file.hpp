@@ -9,6 +9,10 @@
 //   max_point_memory = 8G      refuse points whose estimated peak memory exceeds this (K/M/G/T binary
 //                              units, off = no limit); default: this machine's memory (or cgroup limit)
 //                              / the ranks on this node.  Not part of the spec's hash.
+//   search = replica lr        successive halving (sweep/halving.hpp): the searched axes,
+//   rungs = 500 1500           the steps at which candidates are compared,
+//   reduction = 3              the best 1/reduction go on at each rung,
+//   rung_metric = test_loss    by this loss at the rung
 // Options given on the command line replace the file's list for that option.
 // The file must be a regular file of text (no NUL bytes), 1 byte to 1 MiB, and set at least one option:
 // a directory, a FIFO, a device or an empty file is refused, never read as an empty (default) sweep.
@@ -22,6 +26,9 @@ namespace icl::cli {
 // The text of a spec or config file, or false with the reason: only a regular file (stat of the open
 // descriptor, opened without blocking, so a FIFO never hangs) of 1 byte to 1 MiB without NUL bytes.
 bool read_spec_text(const std::string& path, std::string* text, std::string* why);
+
+// The sweep-level keys besides `zip` (not options of a point): a spec line or a command-line override.
+const std::vector<std::string>& sweep_keys();
 
 // Reads `path` and applies `overrides` (option -> values); false with messages on failure.
 bool read_spec(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::string>>>& overrides,
