@@ -23,7 +23,7 @@ done
 compare "$dir/r1.h5" "$dir/r2.h5" "halving: 2 ranks == 1 rank, bit for bit"
 compare "$dir/r1.h5" "$dir/r3.h5" "halving: 3 ranks == 1 rank, bit for bit"
 out=$("$bin" status "$dir/r1.h5")
-grep -q "ok 2  pruned 16" <<<"$out" && grep -q "step 200: 18 reached, 12 pruned; step 600: 6 reached, 4 pruned" <<<"$out" \
+grep -q "ok 2  pruned 16" <<<"$out" && grep -q "step 400: 18 reached, 12 pruned; step 1200: 6 reached, 4 pruned" <<<"$out" \
   && ok "status: 2 survivors, 12 pruned at the first rung and 4 at the second" || fail "status: $out"
 
 # The report: the survivors' tables, the pruned points counted, the halving figure.
@@ -58,23 +58,11 @@ PY
 
 # icl-halving-check: the replay of the same rungs on the full grid's curves agrees with the live sweep.
 live=$("$src/../tools/icl-halving-check" "$dir/full.h5" "$dir/r1.h5" | awk '/^agreement/ {print $2, $5}')
-replayed=$("$src/../tools/icl-halving-check" "$dir/full.h5" --replay 200,600 | awk '{print $4, $7}')
+replayed=$("$src/../tools/icl-halving-check" "$dir/full.h5" --replay 400,1200 | awk '{print $4, $7}')
 [ -n "$live" ] && [ "$live" = "$replayed" ] && ok "icl-halving-check: replay == live sweep ($live)" || fail "replay '$replayed' vs live '$live'"
 
 # kill -9 of the whole job at random moments, three times, then --resume to the end.
-interrupted=0
-for round in 1 2 3; do
-  setsid mpiexec --oversubscribe -n 2 "$bin" run "$spec" -o "$dir/k.h5" --resume --quiet >/dev/null 2>&1 &
-  pid=$!
-  sleep "$(awk -v s=$RANDOM 'BEGIN {srand(s); printf "%.2f", 0.4 + 1.0 * rand()}')"
-  kill -9 -- -$pid 2>/dev/null
-  wait $pid 2>/dev/null
-  pkill -9 -f "icl-sweep run .*$dir/k.h5" 2>/dev/null
-  stored=$("$bin" status "$dir/k.h5" 2>/dev/null | awk '/^done/ {print $2}')
-  stored=${stored:-0}
-  [ "$stored" -lt 18 ] && interrupted=$((interrupted + 1))
-  echo "  killed round $round with $stored of 18 points stored"
-done
+after_a_record=1 kill_rounds "$spec" "$dir/k.h5" 18 0 0.3
 [ $interrupted -ge 1 ] && ok "kill -9 interrupted the halving sweep ($interrupted of 3 rounds mid-run)" || fail "no kill landed mid-run"
 mpi 2 "$bin" run "$spec" -o "$dir/k.h5" --resume --quiet || fail "final resume"
 compare "$dir/r1.h5" "$dir/k.h5" "halving: kill -9 x3 + resume == uninterrupted"
@@ -111,9 +99,9 @@ check_refused() {   # name, expected text, extra args...
   [ $rc -eq 2 ] && grep -qF "$want" <<<"$out" && [ ! -e "$dir/bad.h5" ] && [ ! -e "$dir/bad.h5.points" ] \
     && ok "refused: $name" || fail "$name: rc $rc: $out"
 }
-check_refused "a rung that is not an evaluation step" "'rungs' = '210 600': every rung must be a multiple of eval_every (50)" --rungs 210 600
-check_refused "a rung at or past the end" "every rung must be below the point's steps (1200)" --rungs 200 1200
-check_refused "rungs not increasing" "'rungs' = '600 200': must be increasing" --rungs 600 200
+check_refused "a rung that is not an evaluation step" "'rungs' = '210 1200': every rung must be a multiple of eval_every (50)" --rungs 210 1200
+check_refused "a rung at or past the end" "every rung must be below the point's steps (2400)" --rungs 400 2400
+check_refused "rungs not increasing" "'rungs' = '1200 400': must be increasing" --rungs 1200 400
 check_refused "an unknown searched axis" "'search' = 'noise': must name axes of the sweep" --search noise
 check_refused "the landscape along legs" "'landscape' is measured along the whole trajectory" --landscape every:100
 check_refused "a reduction of 1" "'reduction' = '1': must be one integer from 2 to 1000" --reduction 1

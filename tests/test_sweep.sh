@@ -57,22 +57,8 @@ kill -USR1 $pid; wait $pid
 # so that the kills land mid-run; its reference is an uninterrupted run).
 slow=$src/specs/sweep_kill.ini
 mpi 2 "$bin" run "$slow" -o "$dir/ref.h5" --quiet || fail "reference run"
-interrupted=0
-for round in 1 2 3; do
-  setsid mpiexec --oversubscribe -n 2 "$bin" run "$slow" -o "$dir/k.h5" --resume --quiet >/dev/null 2>&1 &
-  pid=$!
-  sleep "$(awk -v s=$RANDOM 'BEGIN {srand(s); printf "%.2f", 0.8 + 2 * rand()}')"
-  if [ $round -eq 2 ]; then
-    out=$("$bin" status "$dir/k.h5" 2>&1) && grep -q "^done" <<<"$out" && ok "status while the sweep runs" || fail "status while running: $out"
-  fi
-  kill -9 -- -$pid 2>/dev/null
-  wait $pid 2>/dev/null
-  pkill -9 -f "icl-sweep run .*$dir/k.h5" 2>/dev/null
-  stored=$("$bin" status "$dir/k.h5" 2>/dev/null | awk '/^done/ {print $2}')
-  stored=${stored:-0}
-  [ "$stored" -lt 16 ] && interrupted=$((interrupted + 1))
-  echo "  killed round $round with $stored of 16 points stored"
-done
+while_running='out=$("$bin" status "$dir/k.h5" 2>&1) && grep -q "^done" <<<"$out" && ok "status while the sweep runs" || fail "status while running: $out"'
+kill_rounds "$slow" "$dir/k.h5" 16 0.8 2
 [ $interrupted -ge 1 ] && ok "kill -9 interrupted the sweep ($interrupted of 3 rounds mid-run)" || fail "no kill landed mid-run"
 mpi 2 "$bin" run "$slow" -o "$dir/k.h5" --resume --quiet || fail "final resume"
 [ "$(state "$dir/k.h5")" = complete ] && ok "killed sweep completes on --resume" || fail "killed sweep not complete"
