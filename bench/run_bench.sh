@@ -5,14 +5,7 @@
 # (bench_train 3, 4) beside bench/torch_transformer_peer.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-need=()
-for p in python3-torch libopenblas0-pthread; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
-done
-if [ ${#need[@]} -gt 0 ]; then
-  sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
-fi
+source bench/peer_deps.sh
 bash tools/build.sh >/dev/null
 g++ -O2 -march=native -std=c++17 bench/peak_fp32.cpp -o build/peak_fp32
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1

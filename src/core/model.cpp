@@ -21,8 +21,10 @@
 // Backward: dZA = P^T G; dP += G ZA^T; dz_a += dZA A[a, :]^T; dA[a][j] = z_a^T dZA[:, j];
 //   dS = A (dA - sum_b A[b] dA[b]); dz_a += R dS[a, :]^T; dR = Z^ctx dS; dQ += dR Z^T; dZ += Q^T dR.
 //
-// The linear kernels are instantiated for D = 2..12 at compile time (so the D-loops unroll into
-// registers) and once for any D; the softmax variant (a comparison, not the workhorse) is generic.
+// The linear kernels are instantiated for D = 2..16 at compile time (so the D-loops unroll into
+// registers); larger D go through the register-tiled, cache-blocked lane products of lane_product.hpp.
+// Both accumulate every output in the same order, so the two paths agree bitwise (test_model).  The
+// softmax variant (a comparison, not the workhorse) is generic.
 #include "icl/core/model.hpp"
 
 #include <cmath>
@@ -30,18 +32,17 @@
 
 #include "icl/core/blocks.hpp"
 #include "icl/core/check.hpp"
+#include "icl/core/lane_product.hpp"
 
 namespace icl {
 namespace {
 
-constexpr int kMaxD = 256;
-constexpr int kMinFixedD = 2, kMaxFixedD = 12;
+// Fixed sizes measured faster than the tiled products on the bench machine (D = 17 is not).
+constexpr int kMinFixedD = 2, kMaxFixedD = 16;
 
 // The linear kernels work on lanes of D x D and D x N matrices, row-major.  FixedD is D known at compile
-// time (kMinFixedD..kMaxFixedD), or 0 for D given at run time (up to kMaxD): with it fixed the D-loops
-// unroll and a row buffer of kRowLen<FixedD> lanes lives in registers.
-template <int FixedD>
-constexpr int kRowLen = FixedD ? FixedD : kMaxD;
+// time (kMinFixedD..kMaxFixedD): the D-loops unroll and a row buffer of FixedD lanes lives in registers.
+// FixedD = 0 is D given at run time: the tiled lane_product.
 
 // out = A B (kAccumulate = false) or out += A B (true), one output row at a time:
 //   out[i, :] (+)= sum_m A(i, m) B[m, :],   A(i, m) = A[i * a_row + m * a_col]
@@ -49,19 +50,24 @@ constexpr int kRowLen = FixedD ? FixedD : kMaxD;
 // A and B are lanes or scalars (the weights, shared by the lanes).
 template <int FixedD, bool kAccumulate, class TA, class TB, class L>
 inline void matmul_rows(int D_, const TA* A, int a_row, int a_col, const TB* B, L* out) {
-  const int D = FixedD ? FixedD : D_;
-  for (int i = 0; i < D; ++i) {
-    L acc[kRowLen<FixedD>];
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<TA, TB, L>{D_, D_, D_, A, a_row, a_col, B, D_, 1, out, D_,
+                                        kAccumulate ? ProductInit::out : ProductInit::zero});
+  } else {
+    constexpr int D = FixedD;
+    for (int i = 0; i < D; ++i) {
+      L acc[D];
 #pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) acc[k] = kAccumulate ? out[i * D + k] : L{};
+      for (int k = 0; k < D; ++k) acc[k] = kAccumulate ? out[i * D + k] : L{};
 #pragma GCC unroll 16
-    for (int m = 0; m < D; ++m) {
-      const TA a = A[i * a_row + m * a_col];
+      for (int m = 0; m < D; ++m) {
+        const TA a = A[i * a_row + m * a_col];
 #pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc[k] += a * B[m * D + k];
+        for (int k = 0; k < D; ++k) acc[k] += a * B[m * D + k];
+      }
+#pragma GCC unroll 16
+      for (int k = 0; k < D; ++k) out[i * D + k] = acc[k];
     }
-#pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) out[i * D + k] = acc[k];
   }
 }
 
@@ -69,17 +75,21 @@ inline void matmul_rows(int D_, const TA* A, int a_row, int a_col, const TB* B, 
 // B: D x D lanes or scalars.
 template <int FixedD, class TB, class L>
 inline void add_matmul_bt(int D_, const L* A, const TB* B, L* out) {
-  const int D = FixedD ? FixedD : D_;
-  for (int i = 0; i < D; ++i) {
-    L a[kRowLen<FixedD>];
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<L, TB, L>{D_, D_, D_, A, D_, 1, B, 1, D_, out, D_, ProductInit::out});
+  } else {
+    constexpr int D = FixedD;
+    for (int i = 0; i < D; ++i) {
+      L a[D];
 #pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) a[k] = A[i * D + k];
+      for (int k = 0; k < D; ++k) a[k] = A[i * D + k];
 #pragma GCC unroll 16
-    for (int m = 0; m < D; ++m) {
-      L acc = out[i * D + m];
+      for (int m = 0; m < D; ++m) {
+        L acc = out[i * D + m];
 #pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc += a[k] * B[m * D + k];
-      out[i * D + m] = acc;
+        for (int k = 0; k < D; ++k) acc += a[k] * B[m * D + k];
+        out[i * D + m] = acc;
+      }
     }
   }
 }
@@ -90,17 +100,69 @@ inline void add_matmul_bt(int D_, const L* A, const TB* B, L* out) {
 // M(i, k) = M[i * m_row + k * m_col] (m_row = D, m_col = 1: M as stored; 1, D: its transpose).
 template <int FixedD, bool kResidual, class L>
 inline void apply_columns(int D_, int N, int cols, const L* M, int m_row, int m_col, const L* X, L* out) {
-  const int D = FixedD ? FixedD : D_;
-  for (int j = 0; j < cols; ++j) {
-    L x[kRowLen<FixedD>];
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<L, L, L>{D_, cols, D_, M, m_row, m_col, X, N, 1, out, N,
+                                      kResidual ? ProductInit::x : ProductInit::out, X});
+  } else {
+    constexpr int D = FixedD;
+    for (int j = 0; j < cols; ++j) {
+      L x[D];
 #pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) x[k] = X[k * N + j];
+      for (int k = 0; k < D; ++k) x[k] = X[k * N + j];
+#pragma GCC unroll 16
+      for (int i = 0; i < D; ++i) {
+        L acc = kResidual ? x[i] : out[i * N + j];
+#pragma GCC unroll 16
+        for (int k = 0; k < D; ++k) acc += M[i * m_row + k * m_col] * x[k];
+        out[i * N + j] = acc;
+      }
+    }
+  }
+}
+
+// C = sum_{j<n} X[:, j] X[:, j]^T for X (D x N lanes): the upper triangle, mirrored (C symmetric).
+template <int FixedD, class L>
+inline void gram(int D_, int N, int n, const L* X, L* C) {
+  const int D = FixedD ? FixedD : D_;
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<L, L, L>{D, D, n, X, N, 1, X, 1, N, C, D, ProductInit::zero, nullptr, true});
+  } else {
 #pragma GCC unroll 16
     for (int i = 0; i < D; ++i) {
-      L acc = kResidual ? x[i] : out[i * N + j];
+      L acc[FixedD];
 #pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc += M[i * m_row + k * m_col] * x[k];
-      out[i * N + j] = acc;
+      for (int k = i; k < D; ++k) acc[k] = L{};
+      for (int j = 0; j < n; ++j) {
+        const L xi = X[i * N + j];
+#pragma GCC unroll 16
+        for (int k = i; k < D; ++k) acc[k] += xi * X[k * N + j];
+      }
+#pragma GCC unroll 16
+      for (int k = i; k < D; ++k) C[i * D + k] = acc[k];
+    }
+  }
+  for (int i = 0; i < D; ++i)
+    for (int k = i + 1; k < D; ++k) C[k * D + i] = C[i * D + k];
+}
+
+// out = A B^T over all N columns:  out[i, k] = sum_j A[i, j] B[k, j].  A, B: D x N lanes; out: D x D.
+template <int FixedD, class L>
+inline void outer_sum(int D_, int N, const L* A, const L* B, L* out) {
+  const int D = FixedD ? FixedD : D_;
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<L, L, L>{D, D, N, A, N, 1, B, 1, N, out, D});
+  } else {
+    for (int i = 0; i < D; ++i) {
+      L acc[FixedD];
+#pragma GCC unroll 16
+      for (int k = 0; k < D; ++k) acc[k] = L{};
+      for (int j = 0; j < N; ++j) {
+        const L a = A[i * N + j];
+#pragma GCC unroll 16
+        for (int k = 0; k < D; ++k) acc[k] += a * B[k * N + j];
+      }
+#pragma GCC unroll 16
+      for (int k = 0; k < D; ++k) out[i * D + k] = acc[k];
     }
   }
 }
@@ -147,20 +209,8 @@ void linear_forward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<
   const int D = FixedD ? FixedD : dims.D, N = dims.N, n = dims.n, H = dims.H, DD = D * D;
   const T *const Pc = w.Pc, *const Q = w.Q;
   L *const C = saved.C, *const CQ = saved.CQ, *const K = saved.K;
-  // C = Z M Z^T = sum_{j<n} z_j z_j^T   (symmetric: the upper triangle, mirrored)
-#pragma GCC unroll 16
-  for (int i = 0; i < D; ++i) {
-    L acc[kRowLen<FixedD>];
-#pragma GCC unroll 16
-    for (int k = i; k < D; ++k) acc[k] = L{};
-    for (int j = 0; j < n; ++j) {
-      const L zi = Z[i * N + j];
-#pragma GCC unroll 16
-      for (int k = i; k < D; ++k) acc[k] += zi * Z[k * N + j];
-    }
-#pragma GCC unroll 16
-    for (int k = i; k < D; ++k) C[i * D + k] = C[k * D + i] = acc[k];
-  }
+  // C = Z M Z^T = sum_{j<n} z_j z_j^T
+  gram<FixedD>(D, N, n, Z, C);
   // K = sum_h Pc_h CQ_h,  CQ_h = C Q_h
   for (int x = 0; x < DD; ++x) K[x] = L{};
   for (int h = 0; h < H; ++h) {
@@ -183,18 +233,7 @@ void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane
   L *const dZ = grads.dZ, *const dPc = grads.dPc, *const dQ = grads.dQ;
   L *const dK = scratch.dK, *const dCQ = scratch.dCQ, *const dC = scratch.dC;
   // dK = G Z^T                                      <- Z' = Z + K Z
-  for (int i = 0; i < D; ++i) {
-    L acc[kRowLen<FixedD>];
-#pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) acc[k] = L{};
-    for (int j = 0; j < N; ++j) {
-      const L g = G[i * N + j];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc[k] += g * Z[k * N + j];
-    }
-#pragma GCC unroll 16
-    for (int k = 0; k < D; ++k) dK[i * D + k] = acc[k];
-  }
+  outer_sum<FixedD>(D, N, G, Z, dK);
   // dZ = G + K^T G
   apply_columns<FixedD, true>(D, N, N, K, 1, D, G, dZ);
   for (int x = 0; x < DD; ++x) dC[x] = L{};
@@ -379,7 +418,6 @@ struct LaneModel<T>::Impl {
   explicit Impl(const ModelShape& s)
       : D(s.d + 1), N(s.n + 1), n(s.n), layers(s.layers), H(s.heads), DD(D * D), DN(D * N),
         c(static_cast<T>(s.c)), act_clip(static_cast<T>(s.act_clip)), softmax(s.attention == Attention::softmax) {
-    ICL_CHECK(D <= kMaxD);
     Pc.assign(static_cast<size_t>(layers) * H * DD, T(0));
     Q.assign(Pc.size(), T(0));
     Zs.assign(static_cast<size_t>(layers + 1) * DN, L{});

@@ -1,0 +1,117 @@
+#pragma once
+// Products of lane matrices for large tokens, register-tiled and cache-blocked (the linear layer's kernels
+// above the fixed sizes, model.cpp):
+//   out(i, k) = init(i, k) + sum_{m < M} A(i, m) B(m, k),      i < I, k < K
+//   A(i, m) = A[i * a_row + m * a_col],  B(m, k) = B[m * b_row + k * b_col]   (the strides give transposes)
+//   out(i, k) = out[i * o_row + k];  init = 0, out itself, or X(i, k) = X[i * o_row + k] (a residual)
+// A and B are lanes (one task per lane) or scalars (weights shared by the lanes), not both scalars.
+//
+// Every output is accumulated from its init in the order m = 0, 1, .., M-1, one multiply-add per term, so
+// the result is bitwise that of the naive triple loop (lane_product_ref below, frozen) whatever the tiling.
+// Tiling: an RI x RK tile of outputs lives in registers while m runs over a block of MC terms; the block's
+// B panel (MC x RK) stays in L1 across the row tiles and A's block (I x MC) in L2.  Between m-blocks the
+// partial sums are stored in `out` (exact: the same float), so blocking does not change the order either.
+#include <algorithm>
+
+namespace icl {
+
+enum class ProductInit { zero, out, x };
+
+template <class TA, class TB, class L>
+struct LaneProduct {
+  int I, K, M;
+  const TA* A;
+  int a_row, a_col;
+  const TB* B;
+  int b_row, b_col;
+  L* out;
+  int o_row;
+  ProductInit init = ProductInit::zero;
+  const L* X = nullptr;   // ProductInit::x: out = X + A B
+  bool upper = false;     // only the tiles that hold some k >= i (a symmetric result; the caller mirrors it)
+};
+
+// The frozen naive reference: the definition above, one output at a time.
+template <class TA, class TB, class L>
+void lane_product_ref(const LaneProduct<TA, TB, L>& p) {
+  for (int i = 0; i < p.I; ++i)
+    for (int k = p.upper ? i : 0; k < p.K; ++k) {
+      L& o = p.out[i * p.o_row + k];
+      L acc = p.init == ProductInit::zero ? L{} : p.init == ProductInit::out ? o : p.X[i * p.o_row + k];
+      for (int m = 0; m < p.M; ++m) acc += p.A[i * p.a_row + m * p.a_col] * p.B[m * p.b_row + k * p.b_col];
+      o = acc;
+    }
+}
+
+namespace lane_product_detail {
+
+// Register tile (25 accumulators of the 32 vector registers) and m-block, measured best of 4x4 .. 7x4 and
+// m-blocks 32 .. 128 on the bench machine (bench/run_bench_d.sh) for D = 13 .. 129.
+constexpr int kRI = 5, kRK = 5, kMC = 64;
+
+// One RI x RK tile over terms m0..m1-1, from `init`.
+template <int RI, int RK, class TA, class TB, class L>
+inline void tile(const LaneProduct<TA, TB, L>& p, int i0, int k0, int m0, int m1, ProductInit init) {
+  L acc[RI][RK];
+#pragma GCC unroll 8
+  for (int r = 0; r < RI; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < RK; ++c) {
+      const int at = (i0 + r) * p.o_row + k0 + c;
+      acc[r][c] = init == ProductInit::zero ? L{} : init == ProductInit::out ? p.out[at] : p.X[at];
+    }
+  const TA* A = p.A + i0 * p.a_row;
+  const TB* B = p.B + k0 * p.b_col;
+  for (int m = m0; m < m1; ++m) {
+    TA a[RI];
+#pragma GCC unroll 8
+    for (int r = 0; r < RI; ++r) a[r] = A[r * p.a_row + m * p.a_col];
+#pragma GCC unroll 8
+    for (int c = 0; c < RK; ++c) {
+      const TB b = B[m * p.b_row + c * p.b_col];
+#pragma GCC unroll 8
+      for (int r = 0; r < RI; ++r) acc[r][c] += a[r] * b;
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < RI; ++r)
+#pragma GCC unroll 8
+    for (int c = 0; c < RK; ++c) p.out[(i0 + r) * p.o_row + k0 + c] = acc[r][c];
+}
+
+// A tile of ri <= RI rows and rk <= RK columns (the edges), each size its own unrolled instance.
+template <int RI, int RK, class TA, class TB, class L>
+inline void edge_tile(int ri, int rk, const LaneProduct<TA, TB, L>& p, int i0, int k0, int m0, int m1,
+                      ProductInit init) {
+  if constexpr (RI > 1) {
+    if (ri < RI) return edge_tile<RI - 1, RK>(ri, rk, p, i0, k0, m0, m1, init);
+  }
+  if constexpr (RK > 1) {
+    if (rk < RK) return edge_tile<RI, RK - 1>(ri, rk, p, i0, k0, m0, m1, init);
+  }
+  tile<RI, RK>(p, i0, k0, m0, m1, init);
+}
+
+}  // namespace lane_product_detail
+
+template <class TA, class TB, class L>
+void lane_product(const LaneProduct<TA, TB, L>& p) {
+  using namespace lane_product_detail;
+  for (int m0 = 0; m0 < std::max(p.M, 1); m0 += kMC) {
+    const int m1 = std::min(p.M, m0 + kMC);
+    const ProductInit init = m0 == 0 ? p.init : ProductInit::out;
+    for (int k0 = 0; k0 < p.K; k0 += kRK) {
+      const int rk = std::min(kRK, p.K - k0);
+      for (int i0 = 0; i0 < p.I; i0 += kRI) {
+        if (p.upper && i0 >= k0 + rk) break;   // every row below every column: strictly lower
+        const int ri = std::min(kRI, p.I - i0);
+        if (ri == kRI && rk == kRK)
+          tile<kRI, kRK>(p, i0, k0, m0, m1, init);
+        else
+          edge_tile<kRI, kRK>(ri, rk, p, i0, k0, m0, m1, init);
+      }
+    }
+  }
+}
+
+}  // namespace icl
