@@ -114,8 +114,8 @@ RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
   }
   if (law.pool.size()) {
     const double u = rng_uniform(rng_key(k, kPoolIndex), 0);
-    const int64_t M = law.pool.cols(), m = std::min<int64_t>(M - 1, static_cast<int64_t>(u * static_cast<double>(M)));
-    for (int i = 0; i < d; ++i) w[i] = static_cast<T>(law.pool(i, m));
+    const int64_t M = law.pool.cols(), member = std::min<int64_t>(M - 1, static_cast<int64_t>(u * static_cast<double>(M)));
+    for (int i = 0; i < d; ++i) w[i] = static_cast<T>(law.pool(i, member));
   }
 
   // step 3: token j, coordinate i from normal d + j d + i

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "icl/core/run_point.hpp"
+#include "icl/core/train.hpp"
 #include "test_util.hpp"
 
 namespace icl {
@@ -111,11 +112,34 @@ TEST(Determinism, LegsThroughCheckpointsComposeToTheStraightRun) {
     EXPECT_TRUE(same_result(end, straight));
     EXPECT_EQ(end.analysis_status, straight.analysis_status);
     ASSERT_EQ(end.metrics.size(), straight.metrics.size());
-    for (const auto& [name, v] : straight.metrics)
-      if (name.find("seconds") == std::string::npos)   // timings
+    for (const auto& [name, v] : straight.metrics) {
+      if (name.find("seconds") == std::string::npos) {   // timings
         EXPECT_EQ(std::memcmp(&v, &end.metrics.at(name), sizeof v), 0) << name;
+      }
+    }
     EXPECT_GT(end.seconds_total, second.run.seconds_total);
   }
+}
+
+// eval_log: the log-spaced records round(10^(j/K)) join the regular ones, and evaluating more often leaves
+// the trajectory's bits alone.
+TEST(Determinism, LogSpacedEvaluationsAddRecordsAndLeaveTheTrajectoryAlone) {
+  Point p = test::make_point({{"d", "3"}, {"n", "6"}, {"layers", "2"}, {"batch", "64"}, {"steps", "200"},
+                              {"eval_every", "100"}, {"eval_tasks", "256"}, {"analysis", "false"}});
+  const Result regular = run_point(p);
+  p.eval_log = 3;   // 10^(j/3): 1, 2.15, 4.64, 10, 21.5, 46.4, 100, 215
+  const Result logged = run_point(p);
+  ASSERT_EQ(regular.status, Status::ok);
+  ASSERT_EQ(logged.status, Status::ok);
+  EXPECT_EQ(regular.curve_step, (std::vector<int64_t>{0, 100, 200}));
+  EXPECT_EQ(logged.curve_step, (std::vector<int64_t>{0, 1, 2, 5, 10, 22, 46, 100, 200}));
+  EXPECT_LE(static_cast<int64_t>(logged.curve_step.size()), eval_record_bound(p));
+  EXPECT_EQ(std::memcmp(regular.theta.data(), logged.theta.data(), sizeof(double) * regular.theta.size()), 0);
+  EXPECT_EQ(regular.test_loss, logged.test_loss);
+  EXPECT_EQ(regular.curve_test_loss[1], logged.curve_test_loss[7]);   // step 100 in both
+  // A record's train loss is the mean since the previous record: at step 1, the first step's loss.
+  EXPECT_TRUE(std::isfinite(logged.curve_train_loss[1]));
+  EXPECT_NE(logged.curve_train_loss[7], regular.curve_train_loss[1]);   // 47..100 vs 1..100
 }
 
 }  // namespace

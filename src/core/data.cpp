@@ -187,8 +187,8 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
     }
     if (law.pool.size())
       for (int v = 0; v < V; ++v) {
-        const int64_t m = uniform_index(rng_key(keys[v], kPoolIndex), law.pool.cols());
-        for (int i = 0; i < d; ++i) w[i][v] = static_cast<T>(law.pool(i, m));
+        const int64_t member = uniform_index(rng_key(keys[v], kPoolIndex), law.pool.cols());
+        for (int i = 0; i < d; ++i) w[i][v] = static_cast<T>(law.pool(i, member));
       }
     L* Z = batch.Z.data() + static_cast<size_t>(c) * D * N;
     switch (law.x_dist) {

@@ -431,6 +431,8 @@ std::vector<OptionDef> make_table() {
   t.push_back(real_option("init_scale", "initialisation scale", &Point::init_scale, 0.0, false));
   t.push_back(int_option("eval_tasks", "size of the fixed evaluation set", &Point::eval_tasks, 1, 10000000));
   t.push_back(int_option("eval_every", "evaluate every this many steps", &Point::eval_every, 1, 1000000000));
+  t.push_back(int_option("eval_log", "also evaluate at the log-spaced steps round(10^(j/K)), K per decade "
+      "(Raventos et al. 2023's checkpoints; 0 = off)", &Point::eval_log, 0, 100));
   t.push_back(real_option("diverge_factor", "stop as diverged when the evaluation loss exceeds this many times "
       "its value at initialisation (0 = only non-finite values stop a point)", &Point::diverge_factor, 0.0, false));
   t.push_back(seed_option());

@@ -1,7 +1,8 @@
 // The training loop of one grid point (docs/science.md section 3):
 //   draw a batch (every `refresh` steps)  ->  expand theta to P, Q  ->  per chunk of V tasks:
 //   forward, loss, backward  ->  reduce gradients  ->  clip  ->  optimiser step at lr_at(step)
-//   and every eval_every steps an evaluation on a fixed, seeded set of eval_tasks tasks.
+//   and at every evaluation step (is_eval_step: every eval_every steps, optionally log-spaced ones too) an
+//   evaluation on a fixed, seeded set of eval_tasks tasks.
 // Divergence: a non-finite training loss or gradient stops the point at once; an evaluation loss above
 // p.diverge_factor times the evaluation loss at initialisation stops it at that evaluation.  A single
 // batch's loss spike is not divergence: deep linear attention under Adam has spikes it recovers from.
@@ -39,7 +40,7 @@ class TrainingRun {
     eval_set_.resize(p.eval_tasks, p.d, p.n);
     sample_tasks(make_task_law(p), p.seed, draws::eval_set.stream, draws::eval_set.block, eval_set_);   // fresh tasks
     r_.flops_per_step = flops_per_task(p) * p.batch;
-    const size_t records = static_cast<size_t>(p.steps / p.eval_every + 2);
+    const size_t records = static_cast<size_t>(eval_record_bound(p));
     r_.curve_step.reserve(records);
     r_.curve_train_loss.reserve(records);
     r_.curve_test_loss.reserve(records);
@@ -62,7 +63,7 @@ class TrainingRun {
         return std::move(r_);
       }
       if (!step(s)) break;
-      if ((s + 1) % p_.eval_every == 0 || s + 1 == p_.steps) evaluate(s + 1);
+      if (is_eval_step(p_, s + 1)) evaluate(s + 1);
     }
     if (until < p_.steps) {
       Trained t = finish();
@@ -184,7 +185,24 @@ class TrainingRun {
   int64_t steps_since_eval_ = 0, start_ = 0;
 };
 
+int64_t log_step(int K, int j) { return std::llround(std::pow(10.0, static_cast<double>(j) / K)); }
+
 }  // namespace
+
+bool is_eval_step(const Point& p, int64_t step) {
+  if (step % p.eval_every == 0 || step == p.steps) return true;
+  if (p.eval_log <= 0 || step < 1 || step > p.steps) return false;
+  const int j = static_cast<int>(std::floor(p.eval_log * std::log10(static_cast<double>(step))));
+  for (int i = std::max(0, j - 1); i <= j + 1; ++i)
+    if (log_step(p.eval_log, i) == step) return true;
+  return false;
+}
+
+int64_t eval_record_bound(const Point& p) {
+  const int64_t logs =
+      p.eval_log > 0 ? static_cast<int64_t>(std::ceil(p.eval_log * std::log10(static_cast<double>(p.steps)))) + 1 : 0;
+  return p.steps / p.eval_every + 2 + logs;
+}
 
 Trained train(const Point& p, const std::atomic<bool>* cancel, TrainObserver* observer, const Leg& leg, Checkpoint* stopped) {
   const int64_t until = leg.until > 0 ? std::min(leg.until, p.steps) : p.steps;

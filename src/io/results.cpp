@@ -115,7 +115,7 @@ void write_metrics(File& f, const std::vector<Result>& results) {
     set_attr(f, std::string("/metrics/") + name, "doc", std::string(doc));
   };
   metric("test_loss", [](const Result& r) { return r.test_loss; }, "final MSE on the fixed evaluation set");
-  metric("train_loss", [](const Result& r) { return r.train_loss; }, "mean training MSE over the last eval_every steps");
+  metric("train_loss", [](const Result& r) { return r.train_loss; }, "mean training MSE over the steps since the previous record (the last eval_every steps unless eval_log adds records)");
   metric("steps_done", [](const Result& r) { return r.steps_done < 0 ? kNaN : double(r.steps_done); }, "training steps completed");
   metric("wall_seconds", [](const Result& r) { return r.seconds_total; }, "wall-clock seconds of the whole point");
   metric("train_seconds", [](const Result& r) { return r.seconds_train; }, "seconds in training steps");

@@ -10,6 +10,7 @@
 #include "icl/core/options.hpp"
 #include "icl/core/params.hpp"
 #include "icl/core/rng.hpp"
+#include "icl/core/train.hpp"
 #include "icl/core/model.hpp"
 #include "icl/core/objective.hpp"
 
@@ -51,7 +52,7 @@ uint64_t spec_hash(const std::string& canonical) {
 
 double estimate_seconds(const Point& p) {
   const double per_task = flops_per_task(p);
-  const double evals = static_cast<double>(p.steps / p.eval_every + 2) * p.eval_tasks * per_task / 3;
+  const double evals = static_cast<double>(eval_record_bound(p)) * p.eval_tasks * per_task / 3;
   const double analysis = p.analysis ? 40000.0 * per_task / 3 + 2e5 * p.d * p.d : 0.0;
   // Landscape (landscape.hpp): per measurement 2 #params + 2 gradients on the fixed set and 48 batches
   // for the gradient noise, in double (about twice the float cost).

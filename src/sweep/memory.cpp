@@ -18,6 +18,7 @@
 
 #include "icl/core/analysis.hpp"
 #include "icl/core/landscape.hpp"
+#include "icl/core/train.hpp"
 #include "icl/core/transformer.hpp"
 
 #include <algorithm>
@@ -97,7 +98,7 @@ PointMemory estimate_memory(const Point& p) {
     m.landscape = batch_bytes(std::min(kFullBatches * B, double(kFullMax)), d, n, 8) + kNoiseBatches * batch_bytes(B, d, n, 8) +
                   batch_bytes(p.hessian_tasks, d, n, 8);
   // Records of the curves (step, train, test), held in the result and once more when it is stored.
-  m.curves = 2 * 24 * (std::floor(static_cast<double>(p.steps) / p.eval_every) + 2);
+  m.curves = 2 * 24 * static_cast<double>(eval_record_bound(p));
   if (p.analysis) {
     const double tune = batch_bytes(kTuneTasks, d, n, s) + batch_bytes(kTuneModelTasks, d, n, 8) + batch_bytes(kGdppValidationTasks, d, n, 8);
     const double readouts = 3 * E * (L + d) * 8 + E * L * 8 + 3 * E * 8;

@@ -84,6 +84,7 @@ struct Point {
   double init_scale = 0.05;           // normal: std s; vs_truncated: variance scale init_scale / layers
   int eval_tasks = 10000;
   int eval_every = 100;
+  int eval_log = 0;         // also evaluate at log-spaced steps, this many per decade (train.hpp)
   double diverge_factor = 1e4;       // an evaluation loss above this x the initial one is divergence (0 = off)
   uint64_t seed = 0;
   Precision precision = Precision::f32;

@@ -26,10 +26,10 @@ struct Trained {
   std::string message;                      // why a point diverged or failed
   int64_t steps_done = 0;
   double test_loss = 0;                     // final, on the fixed evaluation set
-  double train_loss = 0;                    // mean over the last eval_every training steps
+  double train_loss = 0;                    // mean over the training steps since the previous record
   std::vector<double> layer_test_loss;      // per-layer readouts yhat_l, l = 1..L, on the evaluation set
   std::vector<int64_t> curve_step;          // steps at which the curves were recorded: 0 (initialisation),
-                                            // then every eval_every steps and the last step
+                                            // then each evaluation step (is_eval_step, train.hpp)
   std::vector<double> curve_train_loss;     // mean training loss since the previous record (NaN at step 0)
   std::vector<double> curve_test_loss;      // evaluation loss
   std::vector<double> theta;                // learned parameters (flat, params.hpp layout)

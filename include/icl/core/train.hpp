@@ -30,6 +30,12 @@ struct Leg {
   bool partial(const Point& p) const { return from != nullptr || (until > 0 && until < p.steps); }
 };
 
+// The evaluation schedule (the curves' records): step 0, every p.eval_every steps and the last step, and
+// with eval_log = K > 0 also the log-spaced steps round(10^(j/K)), j = 0, 1, .. (Raventos et al. 2023).
+// Evaluations never change the trajectory; a record's train loss is the mean since the previous record.
+bool is_eval_step(const Point& p, int64_t step);
+int64_t eval_record_bound(const Point& p);   // at most this many records (reservations, estimates)
+
 // `cancel` (optional) is polled once per step; when it becomes true the point stops with status
 // cancelled, which a driver discards: cancellation never changes a recorded result.  A leg that stops
 // before p.steps with status ok fills `stopped` (required then) with its checkpoint, whose `run` is the
