@@ -5,12 +5,7 @@
 # (bench_train 3, 4) beside bench/torch_transformer_peer.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/peer_deps.sh
-bash tools/build.sh >/dev/null
-g++ -O2 -march=native -std=c++17 bench/peak_fp32.cpp -o build/peak_fp32
-export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-
-peak=$(./build/peak_fp32 | awk '/^peak_fp32_gflops/ {print $2}')
+source bench/prelude.sh   # packages, build, one thread, $peak
 declare -A icl torch gf rss an an_run an_paper
 for c in 1 2 3 4; do
   line=$(taskset -c 0 ./build/bench/bench_train $c)

@@ -23,7 +23,8 @@
 //
 // The linear kernels are instantiated for D = 2..16 at compile time (so the D-loops unroll into
 // registers); larger D go through the register-tiled, cache-blocked lane products of lane_product.hpp.
-// Both accumulate every output in the same order, so the two paths agree bitwise (test_model).  The
+// Both accumulate every output in the naive order (test_lane_product checks the tiled products against the
+// naive sums bit for bit), so the two paths give the same bits.  The
 // softmax variant (a comparison, not the workhorse) is generic.
 #include "icl/core/model.hpp"
 
