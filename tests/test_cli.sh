@@ -38,5 +38,12 @@ grep -q "^points      4 (2 replicas" <<<"$out" || { echo "FAIL: --repeats overri
 out=$("$bin" run "$dir/spec.ini" --repeats 0 --dry-run 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "command line: 'repeats' = '0': must be one integer >= 1" <<<"$out" \
   || { echo "FAIL: --repeats 0: rc $rc: $out"; fail=1; }
+# Every preset validates (a dry run: exit 0, nothing written), and every paper preset has a reduced variant.
+root=$(cd "$(dirname "$0")/.." && pwd)
+for spec in "$root"/jobs/presets/*.ini "$root"/jobs/presets/reduced/*.ini; do
+  out=$("$bin" run "$spec" --dry-run 2>&1) || { echo "FAIL: preset $spec: $out"; fail=1; }
+  name=$(basename "$spec")
+  [ "$name" = quickstart.ini ] || [ -e "$root/jobs/presets/reduced/$name" ] || { echo "FAIL: $name has no reduced variant"; fail=1; }
+done
 [ $fail -eq 0 ] && echo "cli contract: all checks passed"
 exit $fail

@@ -33,7 +33,7 @@ grep -q "adjusted_tf (MSE): layers x noise; param=sparse_a, optimizer=adam" <<<"
 "$py" "$src/test_report.py" outputs "$dir/small_report" "$dir/small.h5" loss_vs_layers.png layer_readouts.png \
   loss_vs_noise_level.png noise_profile_by_depth.png loss_curves.png alignment.png ood_alpha.png ood_context.png \
   preconditioners.png v24_scalars.png weights_1.png landscape_gradient_noise.png landscape_condition_number.png \
-  landscape_smoothness.png || failures=$((failures + 1))
+  landscape_smoothness.png newton_similarity.png || failures=$((failures + 1))
 [ -f "$dir/small_report/landscape_ratio.csv" ] && [ -f "$dir/small_report/table_adjusted_tf_param-full_optimizer-sgd.csv" ] \
   && ok "table CSVs written" || fail "table CSVs: $(ls "$dir/small_report")"
 "$py" "$src/test_report.py" loader "$dir/small.h5" || failures=$((failures + 1))

@@ -77,8 +77,15 @@ def _best_mask(sweep, mask, axis, others):
     return keep
 
 
+def _short(value):
+    """A long list value (a spectrum of d numbers) cut to its first two numbers and its length, for titles."""
+    text = str(value)
+    items = text.split(",")
+    return f"{items[0]},{items[1]},..({len(items)} values)" if len(items) > 4 and len(text) > 30 else text
+
+
 def label(axes, key):
-    return ", ".join(f"{a}={v}" for a, v in zip(axes, key)) if axes else "all points"
+    return ", ".join(f"{a}={_short(v)}" for a, v in zip(axes, key)) if axes else "all points"
 
 
 def model_label(axes, key, prefix=""):

@@ -7,7 +7,8 @@ import sys
 
 import numpy as np
 
-from . import figures, figures_diversity, figures_halving, figures_landscape, figures_vo23, figures_weights, html, plot, tables
+from . import (figures, figures_diversity, figures_halving, figures_landscape, figures_newton, figures_vo23,
+               figures_weights, html, plot, tables)
 from .groups import View
 from .load import Sweep
 from .plot import Scale
@@ -16,7 +17,7 @@ FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, 
            figures.alignment, figures.out_of_distribution, figures_weights.preconditioners,
            figures_weights.v24_scalars, figures_weights.weight_heatmaps, figures_landscape.landscape,
            figures_vo23.copy_analysis, figures_vo23.rollout, figures_halving.halving,
-           figures_diversity.task_diversity, figures_diversity.context_curve)
+           figures_diversity.task_diversity, figures_diversity.context_curve, figures_newton.newton_similarity)
 
 
 class Report:
