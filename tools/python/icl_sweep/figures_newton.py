@@ -1,4 +1,4 @@
-"""Fu et al. 2023's per-layer comparison with iterative Newton (their Fig. 2, src/eval_similarity.py): for
+"""Fu et al. 2023's per-layer comparison with iterative Newton (their heat maps, src/eval_similarity.py): for
 the deepest trained models of each condition, the similarity of each layer's errors with those of Newton
 steps k = 0..K_max as a heat map, replicas averaged, the best-matching step of each layer boxed."""
 import numpy as np
@@ -26,8 +26,9 @@ def newton_similarity(r):
     fig, panels = plot.panels(len(groups), width=5.0, height=3.8)
     for ax, (key, idx) in zip(panels, groups.items()):
         L = int(layers[idx[0]])
-        K_max = min(64, max(12, 4 * L))   # the analysis' K_max (src/core/analysis.cpp); wider rows are NaN padding
-        grid = np.nanmean(sim[idx, :L * (K_max + 1)].reshape(len(idx), L, K_max + 1), axis=0)
+        steps = np.isfinite(sim[idx[0]]).sum() // L   # K_max + 1 per layer; the rest of the row is NaN padding
+        K_max = steps - 1
+        grid = np.nanmean(sim[idx, :L * steps].reshape(len(idx), L, steps), axis=0)
         image = ax.imshow(grid.T, origin="lower", aspect="auto", cmap="viridis", vmin=0, vmax=1,
                           extent=(0.5, L + 0.5, -0.5, K_max + 0.5))
         for l, k in enumerate(np.nanargmax(grid, axis=1)):
