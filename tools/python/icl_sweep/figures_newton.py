@@ -13,8 +13,10 @@ MAX_PANELS = 9
 def newton_similarity(r):
     sim = r.sweep.analysis("newton_similarity")
     layers = r.sweep.points["layers"]
-    has = r.view.mask & np.isfinite(sim).any(axis=1) & (layers > 1) if sim.shape[1] else None
-    if has is None or not has.any():
+    if not sim.shape[1]:
+        return
+    has = r.view.mask & np.isfinite(sim).any(axis=1) & (layers > 1)
+    if not has.any():
         return
     axes = [a for a in r.view.axes if a != "layers"]
     groups = {}
