@@ -35,7 +35,7 @@ int main() {
     t0 = Clock::now();
     for (int i = 0; i < reps; ++i) {
       std::remove((dir + ".h5").c_str());
-      io::write_results_file(dir + ".h5", {p}, {r}, point_to_text(p));
+      io::write_results_file(dir + ".h5", io::MemoryRows({p}, {r}), point_to_text(p));
     }
     const double merge = std::chrono::duration<double>(Clock::now() - t0).count() / reps;
     std::remove((dir + ".log").c_str());

@@ -27,20 +27,20 @@ TEST(Grid, ProductFirstOptionSlowestThenReplicas) {
   Grid g;
   std::vector<std::string> errors;
   ASSERT_TRUE(expand(spec_of({{"layers", {"1", "2"}, "f:1"}, {"noise", {"none", "set:1,3", "uniform:2"}, "f:2"}}, {}, 2), &g, &errors));
-  ASSERT_EQ(g.points.size(), 12u);
-  EXPECT_EQ(g.points[0].layers, 1);
-  EXPECT_EQ(g.points[5].layers, 1);
-  EXPECT_EQ(g.points[6].layers, 2);
-  EXPECT_EQ(find_option("noise")->get(g.points[2]), "set:1,3");
-  EXPECT_EQ(g.replica[2], 0);
-  EXPECT_EQ(g.replica[3], 1);
+  ASSERT_EQ(static_cast<size_t>(g.size()), 12u);
+  EXPECT_EQ(g.point(0).layers, 1);
+  EXPECT_EQ(g.point(5).layers, 1);
+  EXPECT_EQ(g.point(6).layers, 2);
+  EXPECT_EQ(find_option("noise")->get(g.point(2)), "set:1,3");
+  EXPECT_EQ(g.replica(2), 0);
+  EXPECT_EQ(g.replica(3), 1);
   // Seeds: a function of (sweep_seed, index) only; replicas differ.
-  EXPECT_NE(g.points[2].seed, g.points[3].seed);
+  EXPECT_NE(g.point(2).seed, g.point(3).seed);
   Grid h;
   Spec other = spec_of({{"layers", {"1", "2"}, "f:1"}, {"noise", {"none", "set:1,3", "uniform:2"}, "f:2"}}, {}, 2);
   other.sweep_seed = 1;
   ASSERT_TRUE(expand(other, &h, &errors));
-  EXPECT_NE(g.points[0].seed, h.points[0].seed);
+  EXPECT_NE(g.point(0).seed, h.point(0).seed);
 }
 
 TEST(Grid, ZipAdvancesOptionsTogether) {
@@ -49,12 +49,12 @@ TEST(Grid, ZipAdvancesOptionsTogether) {
   ASSERT_TRUE(expand(spec_of({{"layers", {"1", "2", "3"}, "f:1"}, {"lr", {"1e-3", "5e-4", "2e-4"}, "f:2"}, {"d", {"5", "10"}, "f:3"}},
                              {{"layers", "lr"}}),
                      &g, &errors));
-  ASSERT_EQ(g.points.size(), 6u);
-  EXPECT_EQ(g.points[0].layers, 1);
-  EXPECT_DOUBLE_EQ(g.points[0].lr, 1e-3);
-  EXPECT_EQ(g.points[5].layers, 3);
-  EXPECT_DOUBLE_EQ(g.points[5].lr, 2e-4);
-  EXPECT_EQ(g.points[5].d, 10);
+  ASSERT_EQ(static_cast<size_t>(g.size()), 6u);
+  EXPECT_EQ(g.point(0).layers, 1);
+  EXPECT_DOUBLE_EQ(g.point(0).lr, 1e-3);
+  EXPECT_EQ(g.point(5).layers, 3);
+  EXPECT_DOUBLE_EQ(g.point(5).lr, 2e-4);
+  EXPECT_EQ(g.point(5).d, 10);
 }
 
 TEST(Grid, LongestFirstOrder) {
@@ -91,13 +91,13 @@ TEST(Grid, SeedsPerReplicaAreSharedAcrossCombinations) {
   s.seeds_per_replica = true;
   s.text = canonical_text(s);
   ASSERT_TRUE(expand(s, &per_replica, &errors));
-  ASSERT_EQ(per_replica.points.size(), 12u);
+  ASSERT_EQ(static_cast<size_t>(per_replica.size()), 12u);
   for (size_t i = 0; i < 12; ++i)
     for (size_t j = 0; j < 12; ++j) {
-      EXPECT_EQ(per_replica.points[i].seed == per_replica.points[j].seed, per_replica.replica[i] == per_replica.replica[j]);
-      if (i != j) { EXPECT_NE(per_point.points[i].seed, per_point.points[j].seed); }
+      EXPECT_EQ(per_replica.point(i).seed == per_replica.point(j).seed, per_replica.replica(i) == per_replica.replica(j));
+      if (i != j) { EXPECT_NE(per_point.point(i).seed, per_point.point(j).seed); }
     }
-  EXPECT_EQ(per_replica.points[0].seed, per_point.points[0].seed);   // replica 0 of point 0: the same key
+  EXPECT_EQ(per_replica.point(0).seed, per_point.point(0).seed);   // replica 0 of point 0: the same key
   EXPECT_NE(spec_hash(s.text), spec_hash(spec_of({{"optimizer", {"adam", "sgd"}, "f:1"}, {"lr", {"0.01", "0.02"}, "f:2"}}, {}, 3).text));
 }
 
@@ -159,12 +159,12 @@ TEST(GridLimits, SummaryAgreesWithTheExpandedGrid) {
   ASSERT_FALSE(expand(spec_of({{"lr", {"1", "2"}, "f:1"}}, {{"lr", "optimizer"}}), &g, &errors));   // zip of an unset option
   ASSERT_TRUE(expand(s, &g, &errors));
   ASSERT_TRUE(summarise(s, &sum, &errors));
-  ASSERT_EQ(sum.points, static_cast<int64_t>(g.points.size()));
+  ASSERT_EQ(sum.points, static_cast<int64_t>(static_cast<size_t>(g.size())));
   double total = 0, longest = 0, largest = 0;
-  for (size_t i = 0; i < g.points.size(); ++i) {
+  for (size_t i = 0; i < static_cast<size_t>(g.size()); ++i) {
     total += g.cost[i];
     longest = std::max(longest, g.cost[i]);
-    largest = std::max(largest, estimate_memory(g.points[i]).total);
+    largest = std::max(largest, estimate_memory(g.point(i)).total);
   }
   EXPECT_NEAR(sum.total_cost, total, 1e-9 * total);
   EXPECT_DOUBLE_EQ(sum.longest_cost, longest);

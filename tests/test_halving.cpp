@@ -67,7 +67,7 @@ Outcome simulate(Halving& h, const Grid& g, int ranks, uint32_t seed, int64_t di
     flying.erase(flying.begin() + k);
     ++o.legs;
     const bool to_end = a.until == h.rungs();
-    const Trained run = fake_run(a.point, to_end ? g.points[a.point].steps : h.rung_step(a.until), diverges);
+    const Trained run = fake_run(a.point, to_end ? g.point(a.point).steps : h.rung_step(a.until), diverges);
     if (to_end || run.status != Status::ok) {
       o.completed.insert(a.point);
       o.records.push_back({true, {a.point, a.until}});
@@ -113,7 +113,7 @@ TEST(Halving, ZipGroupsAreSearchedWholeAndTheMetricIsReadAtTheRung) {
   s.repeats = 1;
   s.text = canonical_text(s);
   const Grid g = grid_of(s);
-  ASSERT_EQ(g.points.size(), 6u);   // layers x (lr, batch)
+  ASSERT_EQ(static_cast<size_t>(g.size()), 6u);   // layers x (lr, batch)
   const Conditions c = conditions(s, g);
   ASSERT_EQ(c.members.size(), 2u);
   EXPECT_EQ(c.members[1], (std::vector<int64_t>{3, 4, 5}));
@@ -201,7 +201,7 @@ TEST(Halving, AResumedSchedulerReplaysTheDecisionsFromTheRecords) {
       const auto [p, r] = what;
       if (!is_final) resumed.reached(p, r, fake_run(p, resumed.rung_step(r), -1));
       else if (r < 0) resumed.finished(p, fake_run(p, resumed.rung_step(-1 - r), -1));
-      else resumed.finished(p, fake_run(p, g.points[p].steps, -1));
+      else resumed.finished(p, fake_run(p, g.point(p).steps, -1));
     }
     resumed.take_pruned();   // decisions the killed run had not recorded yet: the driver writes them now
     Outcome rest = simulate(resumed, g, 3, 99);

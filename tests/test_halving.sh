@@ -34,17 +34,21 @@ grep -qF "16 point(s) pruned by successive halving" <<<"$out" && [ -s "$dir/repo
 # The survivors against the full grid trained straight through.
 grep -v '^search\|^rungs' "$spec" > "$dir/full.ini"
 mpi 2 "$bin" run "$dir/full.ini" -o "$dir/full.h5" --quiet || fail "full grid run"
-"$py" - "$dir/r1.h5" "$dir/full.h5" <<'PY' && ok "survivors == straight-through points bit for bit; pruned curves == their prefix" || fail "halving vs full grid"
+"$py" - "$dir/r1.h5" "$dir/full.h5" "$src/../tools/python" <<'PY' && ok "survivors == straight-through points bit for bit; pruned curves == their prefix" || fail "halving vs full grid"
 import sys, h5py, numpy as np
+sys.path.insert(0, sys.argv[3])
+import icl_sweep
 TIMING = {"wall_seconds", "train_seconds", "eval_seconds", "steps_per_second", "analysis_seconds", "landscape_seconds"}
 a, b = h5py.File(sys.argv[1], "r"), h5py.File(sys.argv[2], "r")
+wa, wb = icl_sweep.open_sweep(sys.argv[1]), icl_sweep.open_sweep(sys.argv[2])
 status = a["points/status"][:].astype(str)
 bad = []
 assert (status == "ok").sum() == 2 and (status == "pruned").sum() == 16, status
 for i in np.flatnonzero(status == "ok"):
-    for name in [f"weights/{i}/theta", f"weights/{i}/Q", "curves/test_loss", "curves/train_loss", "curves/step", "layers/test_loss"]:
-        x, y = (a[name], b[name]) if name.startswith("weights") else (a[name][i], b[name][i])
-        if x[()].tobytes() != y[()].tobytes(): bad.append((i, name))
+    for k in ("theta", "Q"):
+        if wa.weights(i)[k].tobytes() != wb.weights(i)[k].tobytes(): bad.append((i, k))
+    for name in ["curves/test_loss", "curves/train_loss", "curves/step", "layers/test_loss"]:
+        if a[name][i].tobytes() != b[name][i].tobytes(): bad.append((i, name))
     for m in a["metrics"]:
         if m not in TIMING and a["metrics"][m][i].tobytes() != b["metrics"][m][i].tobytes(): bad.append((i, m))
 for i in np.flatnonzero(status == "pruned"):

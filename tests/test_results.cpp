@@ -12,6 +12,8 @@
 #include "icl/core/options.hpp"
 #include "icl/core/run_point.hpp"
 #include "icl/io/h5.hpp"
+#include "icl/io/layout.hpp"
+#include "icl/io/point_log.hpp"
 #include "icl/io/results.hpp"
 
 namespace icl {
@@ -29,7 +31,7 @@ TEST(Results, TrainedPointRoundTripsThroughHdf5) {
   ASSERT_EQ(r.status, Status::ok);
   const std::string path = ::testing::TempDir() + "/icl_results_" + std::to_string(::getpid()) + ".h5";
   std::remove(path.c_str());
-  io::write_results_file(path, {p}, {r}, point_to_text(p));
+  io::write_results_file(path, io::MemoryRows({p}, {r}), point_to_text(p));
 
   const io::File f = io::File::open_read(path);
   EXPECT_EQ(io::get_attr_string(f, "/", "format"), "icl-sweep results");
@@ -37,24 +39,44 @@ TEST(Results, TrainedPointRoundTripsThroughHdf5) {
   EXPECT_NE(io::get_attr_string(f, "/", "loss_convention").find("not halved"), std::string::npos);
   EXPECT_FALSE(io::get_attr_string(f, "/", "git_revision").empty());
   for (const OptionDef& o : option_table()) EXPECT_TRUE(io::exists(f, "/points/" + o.name)) << o.name;
-  EXPECT_EQ(io::read_strings(f, "/points/noise")[0], "set:1,3");
+  EXPECT_EQ(io::read_text_column(path, "/points/noise")[0], "set:1,3");
   EXPECT_EQ(io::read_int64(f, "/points/layers")[0], 2);
-  EXPECT_EQ(io::read_strings(f, "/points/status")[0], "ok");
+  EXPECT_EQ(io::read_text_column(path, "/points/status")[0], "ok");
+  EXPECT_EQ(io::get_attr_int64(f, "/", "format_version"), io::kFormatVersion);
+  EXPECT_EQ(io::get_attr_string(f, "/", "builds"), io::build_identity() + "\n");
+  EXPECT_EQ(io::read_int64(f, "/points/build")[0], 0);
   EXPECT_EQ(io::read_double(f, "/metrics/test_loss")[0], r.test_loss);
   std::vector<uint64_t> dims;
   EXPECT_EQ(io::read_double(f, "/layers/test_loss", &dims), r.layer_test_loss);
   EXPECT_EQ(dims, (std::vector<uint64_t>{1, 2}));
   EXPECT_EQ(io::read_int64(f, "/curves/step"), (std::vector<int64_t>{0, 10, 20, 30}));
   EXPECT_EQ(io::read_double(f, "/curves/test_loss"), r.curve_test_loss);
-  EXPECT_EQ(io::read_double(f, "/weights/0/theta"), r.theta);
-  EXPECT_EQ(io::read_double(f, "/weights/0/P", &dims), r.P);
-  EXPECT_EQ(dims, (std::vector<uint64_t>{2, 1, 6, 6}));
+  EXPECT_EQ(io::read_double(f, "/weights/theta"), r.theta);
+  EXPECT_EQ(io::read_double(f, "/weights/P"), r.P);
+  EXPECT_EQ(r.P.size(), 2u * 1 * 6 * 6);
+  EXPECT_EQ(io::read_int64(f, "/weights/theta_index"), (std::vector<int64_t>{0, static_cast<int64_t>(r.theta.size())}));
+  EXPECT_EQ(io::read_int64(f, "/weights/pq_index"), (std::vector<int64_t>{0, static_cast<int64_t>(r.P.size())}));
   std::remove(path.c_str());
 }
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+std::vector<Result> read_back(const std::string& path, io::Verification* v) {
+  *v = io::verify_results_file(path);
+  std::vector<Result> out(static_cast<size_t>(std::max<int64_t>(v->n_points, 0)), pending_result());
+  io::read_results_file(path, *v, [&](int64_t i, Result&& r, const std::string& build) {
+    EXPECT_EQ(build, io::build_identity());
+    out[static_cast<size_t>(i)] = std::move(r);
+  });
+  return out;
+}
+
+// Rewrites one row of a dataset in place, through HDF5 (its checksums stay valid): only the digest can tell.
+void overwrite_row(const std::string& path, const std::string& dataset, uint64_t row, const void* bytes) {
+  io::File f = io::File::open_write(path);
+  io::Rows r = io::Rows::open(f, dataset);
+  std::vector<char> buf(r.row_bytes());
+  std::memcpy(buf.data(), bytes, buf.size());
+  r.write(row, 1, buf.data());
+  f.close();
 }
 
 // Three points: trained, failed (NaN everywhere but its reason), pending.  Read back, the finished rows
@@ -72,16 +94,16 @@ TEST(Results, FinishedRowsReadBackBitwiseAndDamageIsNamed) {
   const std::vector<Result> rs = {ok, failed_result("row-one-marker"), pending_result()};
   const std::string path = ::testing::TempDir() + "/icl_results_rt_" + std::to_string(::getpid()) + ".h5";
   std::remove(path.c_str());
-  io::write_results_file(path, {p, p, p}, rs, "spec");
+  io::write_results_file(path, io::MemoryRows({p, p, p}, rs), "spec");
   {
     const io::File f = io::File::open_read(path);
     for (const char* m : {"test_loss", "train_loss", "steps_done", "wall_seconds"})
       EXPECT_TRUE(std::isnan(io::read_double(f, std::string("/metrics/") + m)[1])) << m;
-    EXPECT_EQ(io::read_strings(f, "/points/message")[1], "row-one-marker");
-    EXPECT_EQ(io::read_strings(f, "/points/analysis_status")[0], "ok");
+    EXPECT_EQ(io::read_text_column(path, "/points/message")[1], "row-one-marker");
+    EXPECT_EQ(io::read_text_column(path, "/points/analysis_status")[0], "ok");
   }
   io::Verification v;
-  const std::vector<Result> back = io::read_results_file(path, &v);
+  const std::vector<Result> back = read_back(path, &v);
   EXPECT_TRUE(v.problems.empty()) << v.problems[0];
   EXPECT_TRUE(v.attributes_intact);
   ASSERT_EQ(back.size(), 3u);
@@ -94,36 +116,30 @@ TEST(Results, FinishedRowsReadBackBitwiseAndDamageIsNamed) {
   EXPECT_EQ(back[1].status, Status::failed);
   EXPECT_EQ(back[2].status, Status::pending);
   const std::string again = path + ".again.h5";
-  io::write_results_file(again, {p, p, p}, back, "spec");
+  io::write_results_file(again, io::MemoryRows({p, p, p}, back), "spec");
   for (const char* d : {"/metrics/test_loss", "/metrics/loss_gd", "/analysis/noise_loss_tf", "/curves/test_loss", "/layers/test_loss",
-                        "/weights/0/theta", "/points/row_digest"})
+                        "/weights/theta", "/points/row_digest"})
   {
     const std::vector<double> x = io::read_double(io::File::open_read(again), d), y = io::read_double(io::File::open_read(path), d);
     EXPECT_TRUE(x.size() == y.size() && std::memcmp(x.data(), y.data(), 8 * x.size()) == 0) << d;   // bitwise, NaNs too
   }
 
-  // One flipped byte in a stored string: verify names the row.
-  std::string bytes = slurp(path);
-  const size_t at = bytes.find("row-one-marker");
-  ASSERT_NE(at, std::string::npos);
-  bytes[at + 4] ^= 0x01;
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  // One changed string, rewritten through HDF5 (checksums valid): the digest names the row.
+  std::string changed(io::Rows::open(io::File::open_read(path), "/points/message").row_bytes(), '\0');
+  std::memcpy(changed.data(), "row-one-markeR", 14);
+  overwrite_row(path, "/points/message", 1, changed.data());
   v = io::verify_results_file(path);
   EXPECT_TRUE(v.row_intact[0]);
   EXPECT_FALSE(v.row_intact[1]);
+  EXPECT_TRUE(v.row_intact[2]);
   ASSERT_FALSE(v.problems.empty());
   EXPECT_NE(v.problems.back().find("damaged: 1"), std::string::npos) << v.problems.back();
-  // One flipped byte in a stored number: HDF5's Fletcher32 refuses the chunk, verify names the dataset.
-  bytes = slurp(again);
-  const double loss = ok.test_loss;
-  std::string needle(reinterpret_cast<const char*>(&loss), 8);
-  const size_t num = bytes.find(needle);
-  ASSERT_NE(num, std::string::npos);
-  bytes[num + 3] ^= 0x10;
-  std::ofstream(again, std::ios::binary | std::ios::trunc) << bytes;
+  // One changed weight: the flat slice is in the digest too.
+  const double w = ok.theta[3] + 1;
+  overwrite_row(again, "/weights/theta", 3, &w);
   v = io::verify_results_file(again);
-  ASSERT_FALSE(v.problems.empty());
   EXPECT_FALSE(v.row_intact[0]);
+  EXPECT_TRUE(v.row_intact[1]);
   std::remove(path.c_str());
   std::remove(again.c_str());
 }
@@ -164,7 +180,7 @@ TEST(Results, UnwritableDestinationThrowsAndLeavesNothing) {
   Point p;
   Result r;
   r.layer_test_loss = {NAN};
-  EXPECT_THROW(io::write_results_file("/nonexistent-dir/x.h5", {p}, {r}, ""), io::IoError);
+  EXPECT_THROW(io::write_results_file("/nonexistent-dir/x.h5", io::MemoryRows({p}, {r}), ""), io::IoError);
 }
 
 }  // namespace

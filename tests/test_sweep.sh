@@ -36,12 +36,16 @@ out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume --steps 100 2>&1); rc=$?
 out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -qF "(0 trained in this run" <<<"$out" && ok "resume of a complete sweep recomputes nothing" || fail "resume complete: $out"
 
-# A truncated OUT.h5 is detected; --resume recovers every finished point from the logs.
+# A truncated OUT.h5: --resume refuses to replace it (exit 2, untouched); verify --repair rebuilds it from the logs.
 cp -r "$dir/r1.h5.points" "$dir/c.h5.points"
 head -c 3000 "$dir/r1.h5" > "$dir/c.h5"
+before=$(md5sum < "$dir/c.h5")
 out=$(mpi 1 "$bin" run "$spec" -o "$dir/c.h5" --resume 2>&1); rc=$?
-[ $rc -eq 0 ] && grep -qF "is unreadable" <<<"$out" && grep -qF "(0 trained in this run" <<<"$out" \
-  && ok "truncated output detected, all points recovered from the logs" || fail "truncated output: rc $rc: $out"
+[ $rc -eq 2 ] && grep -qF "is unreadable" <<<"$out" && grep -qF -- "--repair" <<<"$out" && [ "$(md5sum < "$dir/c.h5")" = "$before" ] \
+  && ok "truncated output: --resume refuses, the file untouched" || fail "truncated output refused: rc $rc: $out"
+out=$("$bin" verify "$dir/c.h5" --repair --spec "$spec" 2>&1); rc=$?
+[ $rc -eq 0 ] && grep -qF "repaired" <<<"$out" && ok "truncated output: verify --repair --spec recovers every point from the logs" \
+  || fail "truncated output repair: rc $rc: $out"
 compare "$dir/r1.h5" "$dir/c.h5" "recovered output == original"
 
 # Two runs on the same output at once: the second is refused, the first is unharmed.

@@ -49,11 +49,12 @@ TEST(SweepOutput, ResumeRefusesAnotherBuildUnlessAllowed) {
     io::PointLog log(out + ".points");
     log.append(0, o.hash(), good);
   }
-  int done = 0;
-  std::vector<Result> got = o.gather(true, &done);
-  EXPECT_EQ(got[0].status, Status::ok);
-  EXPECT_EQ(done, 1);
-  EXPECT_EQ(got[1].status, Status::pending);
+  const cli::LogIndex& index = o.index(true);
+  ASSERT_TRUE(index.has(0));
+  EXPECT_EQ(index.record(0).result.status, Status::ok);
+  EXPECT_EQ(index.done(), 1);
+  EXPECT_FALSE(index.has(1));
+  EXPECT_EQ(index.duplicates(), 1);
   std::system(("rm -rf " + dir).c_str());
 }
 

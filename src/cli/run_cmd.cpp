@@ -98,21 +98,25 @@ void print_halving_plan(const sweep::Spec& spec, const sweep::Grid& grid) {
               planned * std::accumulate(grid.cost.begin(), grid.cost.end(), 0.0) / 3600);
 }
 
-void print_summary(const sweep::Grid& g, const std::vector<Result>& results) {
+// The summary table of a complete sweep: its first 200 points beside GD and Bayes.
+void print_summary(const SweepOutput& output) {
+  const sweep::Grid& g = output.grid();
   std::vector<std::string> varying;
   for (const sweep::Axis& a : g.axes)
     if (a.values.size() > 1) varying.insert(varying.end(), a.options.begin(), a.options.end());
   std::printf("%6s", "point");
   for (const std::string& o : varying) std::printf(" %14s", o.c_str());
   std::printf(" %9s %12s %12s %12s\n", "status", "test_loss", "loss_gd", "loss_bayes");
-  for (size_t i = 0; i < g.points.size() && i < 200; ++i) {
-    std::printf("%6zu", i);
-    for (const std::string& o : varying) std::printf(" %14s", find_option(o)->get(g.points[i]).c_str());
-    const Result& r = results[i];
+  const LogIndex& index = output.index(true);
+  for (int64_t i = 0; i < g.size() && i < 200; ++i) {
+    std::printf("%6lld", static_cast<long long>(i));
+    const Point p = g.point(i);
+    for (const std::string& o : varying) std::printf(" %14s", find_option(o)->get(p).c_str());
+    const Result r = index.has(i) ? index.record(i).result : pending_result();
     auto metric = [&](const char* k) { return r.metrics.count(k) ? r.metrics.at(k) : std::nan(""); };
     std::printf(" %9s %12.5g %12.5g %12.5g\n", status_name(r.status), r.test_loss, metric("loss_gd"), metric("loss_bayes"));
   }
-  if (g.points.size() > 200) std::printf("... (%zu points in all)\n", g.points.size());
+  if (g.size() > 200) std::printf("... (%lld points in all)\n", static_cast<long long>(g.size()));
 }
 
 // A notifier: a number of seconds must be finite and >= 0.
@@ -240,13 +244,13 @@ int load_sweep(const RunArgs& args, sweep::Spec* spec, sweep::Grid* grid) {
 // The prolog's last step: rank 0 prepares OUT.h5 and writes the plan; every rank learns the outcome and
 // which points earlier runs finished (`finished_before`; rank 0 also counts them in `done_before`).
 int open_output(const RunArgs& args, SweepOutput& output, const io::Attributes& attrs,
-                std::vector<uint8_t>* finished_before, int* done_before) {
+                std::vector<uint8_t>* finished_before, int64_t* done_before) {
   int code = 0;
   if (par::rank() == 0) {
     code = output.begin(args.output, attrs, finished_before, done_before);
     if (code == 0 && !args.quiet)
-      std::printf("icl-sweep: %zu points on %d rank%s, %d already done; results in %s\n", output.points(), par::size(),
-                  par::size() > 1 ? "s" : "", *done_before, args.out.c_str());
+      std::printf("icl-sweep: %lld points on %d rank%s, %lld already done; results in %s\n", static_cast<long long>(output.points()),
+                  par::size(), par::size() > 1 ? "s" : "", static_cast<long long>(*done_before), args.out.c_str());
     std::fflush(stdout);
   }
   code = par::max_int(code);
@@ -269,23 +273,33 @@ struct LoopTotals {
 };
 
 // Rank 0's last lines: the summary table of a complete sweep, then what was done and where it went.
-void print_end(const RunArgs& args, const sweep::Grid& grid, const std::vector<Result>& results, int done,
-               const LoopTotals& totals, bool halving) {
-  const bool complete = done == static_cast<int>(grid.points.size());
-  if (!args.quiet && complete) print_summary(grid, results);
+void print_end(const RunArgs& args, const SweepOutput& output, int64_t done, const LoopTotals& totals, bool halving) {
+  const int64_t total = output.points();
+  const bool complete = done == total;
+  if (!args.quiet && complete) print_summary(output);
   if (!args.quiet || !complete)
-    std::printf("icl-sweep: %d/%zu points done (%lld%s trained in this run, %.2f s, %.0f %s/s)%s; wrote %s\n", done,
-                grid.points.size(), static_cast<long long>(totals.trained), halving ? " legs" : "", totals.seconds,
-                totals.trained / std::max(totals.seconds, 1e-9), halving ? "legs" : "points",
+    std::printf("icl-sweep: %lld/%lld points done (%lld%s trained in this run, %.2f s, %.0f %s/s)%s; wrote %s\n",
+                static_cast<long long>(done), static_cast<long long>(total), static_cast<long long>(totals.trained),
+                halving ? " legs" : "", totals.seconds, totals.trained / std::max(totals.seconds, 1e-9), halving ? "legs" : "points",
                 complete ? "" : (totals.stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
                 args.out.c_str());
-  if (!args.quiet && halving)
+  if (!args.quiet && halving) {
+    const LogIndex& index = output.index(true);
+    std::vector<Result> results(static_cast<size_t>(total), pending_result());
+    int pruned = 0;
+    double seconds = 0;
+    for (int64_t i = 0; i < total; ++i) {
+      if (!index.has(i)) continue;
+      Result& r = results[static_cast<size_t>(i)];
+      r = index.record(i).result;
+      pruned += r.status == Status::pruned;
+      if (std::isfinite(r.seconds_total)) seconds += r.seconds_total;
+      r.theta.clear(), r.P.clear(), r.Q.clear(), r.series.clear(), r.metrics.clear();   // spent_fraction needs the steps
+    }
     std::printf("icl-sweep: successive halving: %d points pruned; compute spent %.1f%% of the full grid's (estimated, by steps "
                 "trained); %.0f core-seconds measured over every leg\n",
-                static_cast<int>(std::count_if(results.begin(), results.end(), [](const Result& r) { return r.status == Status::pruned; })),
-                100 * sweep::spent_fraction(grid, results),
-                std::accumulate(results.begin(), results.end(), 0.0,
-                                [](double a, const Result& r) { return a + (std::isfinite(r.seconds_total) ? r.seconds_total : 0.0); }));
+                pruned, 100 * sweep::spent_fraction(output.grid(), results), seconds);
+  }
 }
 
 }  // namespace
@@ -311,8 +325,8 @@ int run_main(int argc, char** argv) {
   io::Attributes attrs;
   attrs.text = {{"spec_file", args.spec_path}, {"started_utc", utc_now()}};
   attrs.integer = {{"rank_count", par::size()}};
-  std::vector<uint8_t> finished_before(grid.points.size(), 0);   // points done in earlier runs
-  int done_before = 0;
+  std::vector<uint8_t> finished_before(static_cast<size_t>(grid.size()), 0);   // points done in earlier runs
+  int64_t done_before = 0;
   code = open_output(args, output, attrs, &finished_before, &done_before);
   if (code != 0) return finish(code);
   install_stop_handlers();   // again, in case the MPI library's start-up replaced a handler
@@ -320,8 +334,7 @@ int run_main(int argc, char** argv) {
   // Loop: every rank trains the points it takes; rank 0's monitor prints progress and merges meanwhile.
   std::unique_ptr<SweepMonitor> monitor;
   if (root)
-    monitor = std::make_unique<SweepMonitor>(output, args.output.retry_failed, attrs, done_before, args.progress_every,
-                                             args.merge_every);
+    monitor = std::make_unique<SweepMonitor>(output, attrs, done_before, args.progress_every, args.merge_every);
   const auto loop_start = std::chrono::steady_clock::now();
   const LoopOutcome mine = spec.halving.on() ? train_halving(spec, grid, output, g_stop)
                                              : train_points(grid, output, finished_before, g_stop);
@@ -335,10 +348,9 @@ int run_main(int argc, char** argv) {
 
   // Epilog: rank 0 merges the logs into OUT.h5 (complete, or incomplete after a signal) and reports.
   if (root) {
-    std::vector<Result> results;
-    int done = 0;
-    if (const int merged = output.end(args.output.retry_failed, attrs, &results, &done)) code = merged;
-    if (code == 0) print_end(args, grid, results, done, totals, spec.halving.on());
+    int64_t done = 0;
+    if (const int merged = output.end(attrs, &done)) code = merged;
+    if (code == 0) print_end(args, output, done, totals, spec.halving.on());
     std::fflush(stdout);
   }
   return finish(par::max_int(code));

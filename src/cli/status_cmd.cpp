@@ -1,14 +1,12 @@
-// icl-sweep status OUT.h5: progress of a sweep, also while it runs (OUT.h5's finished rows plus the
-// point logs in OUT.h5.points/, every record and row verified).  Exit 0 when readable, 2 when OUT.h5
-// and its logs are missing.
+// icl-sweep status OUT.h5: progress of a sweep, also while it runs (OUT.h5's intact finished rows plus
+// the point logs in OUT.h5.points/, every record and row verified).  One pass over the file and one over
+// the logs, keeping a few bytes a point.  Exit 0 when readable, 2 when OUT.h5 and its logs are missing.
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cstdio>
-#include <iostream>
 #include <cmath>
+#include <cstdio>
 #include <map>
-#include <set>
 #include <string>
 
 #include "icl/cli/cli.hpp"
@@ -17,6 +15,56 @@
 #include "icl/io/point_log.hpp"
 
 namespace icl::cli {
+namespace {
+
+// What status keeps of a point: the status of its best row or record.
+struct Seen {
+  int8_t rank = 5;   // record_rank; 5 = nothing
+  Status status = Status::pending;
+  bool analysis_failed = false;
+  double seconds = 0;
+  int64_t steps = -1;
+};
+
+void note(Seen& s, const Result& r) {
+  const int rank = record_rank(r);
+  if (rank >= s.rank) return;
+  s = {static_cast<int8_t>(rank), r.status, r.analysis_status == AnalysisStatus::failed,
+       std::isfinite(r.seconds_total) ? r.seconds_total : 0, r.steps_done};
+}
+
+struct LogView {
+  int64_t records = 0, duplicates = 0;
+  double first = 1e300, last = 0;
+  std::map<int64_t, std::vector<bool>> reached;   // rung step -> points that reached it
+  io::LogStats stats;
+};
+
+LogView scan(const std::string& dir, uint64_t hash, std::vector<Seen>& seen, std::vector<bool>& logged) {
+  LogView v;
+  const auto total = static_cast<int64_t>(seen.size());
+  v.stats = io::visit_point_logs(
+      dir, hash,
+      [&](io::LoggedPoint&& p, const io::RecordRef&) {
+        ++v.records;
+        if (p.index < 0 || p.index >= total) return;
+        const auto i = static_cast<size_t>(p.index);
+        v.duplicates += logged[i];
+        logged[i] = true;
+        note(seen[i], p.result);
+        v.first = std::min(v.first, p.finished_unix);
+        v.last = std::max(v.last, p.finished_unix);
+      },
+      [&](io::LoggedRung&& g, const io::RecordRef&) {
+        if (g.index < 0 || g.index >= total) return;
+        auto& at = v.reached[g.checkpoint.run.steps_done];
+        at.resize(seen.size());
+        at[static_cast<size_t>(g.index)] = true;
+      });
+  return v;
+}
+
+}  // namespace
 
 int status_main(int argc, char** argv) {
   if (argc != 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
@@ -27,19 +75,38 @@ int status_main(int argc, char** argv) {
   int64_t total = -1;
   std::string state = "unknown", started;
   std::vector<uint64_t> hashes;   // the stored spec hash, and the hash of the stored spec (they differ if damaged)
-  std::vector<Result> rows;
+  std::vector<Seen> seen;
   io::Verification check;
   try {
-    rows = io::read_results_file(out, &check);
-    const io::File f = io::File::open_read(out);
+    check = io::verify_results_file(out);
+    if (check.n_points < 0) throw io::IoError(check.problems.empty() ? "unreadable" : check.problems[0]);
     total = check.n_points;
+    seen.resize(static_cast<size_t>(total));
+    const std::vector<std::string> status = io::read_text_column(out, "/points/status");
+    const std::vector<std::string> analysis = io::read_text_column(out, "/points/analysis_status");
+    const io::File f = io::File::open_read(out);
+    std::vector<double> steps(seen.size()), seconds(seen.size());
+    io::Rows::open(f, "/metrics/steps_done").read(0, steps.size(), steps.data());
+    io::Rows::open(f, "/metrics/wall_seconds").read(0, seconds.size(), seconds.data());
+    for (int64_t i = 0; i < total; ++i) {
+      const auto k = static_cast<size_t>(i);
+      if (!check.row_intact[k] || status[k] == status_name(Status::pending)) continue;
+      Result r;
+      for (Status s : {Status::ok, Status::diverged, Status::failed, Status::pruned})
+        if (status[k] == status_name(s)) r.status = s;
+      r.analysis_status = analysis[k] == analysis_status_name(AnalysisStatus::failed) ? AnalysisStatus::failed : AnalysisStatus::ok;
+      r.seconds_total = seconds[k];
+      r.steps_done = std::isnan(steps[k]) ? -1 : static_cast<int64_t>(steps[k]);
+      note(seen[k], r);
+    }
     state = io::has_attr(f, "/", "sweep_state") ? io::get_attr_string(f, "/", "sweep_state") : "single point";
     if (io::has_attr(f, "/", "started_utc")) started = io::get_attr_string(f, "/", "started_utc");
     if (io::has_attr(f, "/", "spec_hash")) {
       try {
         hashes.push_back(std::stoull(io::get_attr_string(f, "/", "spec_hash"), nullptr, 16));
       } catch (const std::exception&) {}
-      hashes.push_back(sweep::spec_hash(io::get_attr_string(f, "/", "spec")));
+      const uint64_t of_spec = sweep::spec_hash(io::get_attr_string(f, "/", "spec"));
+      if (hashes.empty() || hashes[0] != of_spec) hashes.push_back(of_spec);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "icl-sweep status: cannot read '%s': %s\n", out.c_str(), e.what());
@@ -49,61 +116,55 @@ int status_main(int argc, char** argv) {
   }
   for (const std::string& p : check.problems) std::fprintf(stderr, "icl-sweep status: warning: '%s': %s\n", out.c_str(), p.c_str());
   // The logs of the spec the file names (the candidate with more records, should one hash be damaged).
-  io::LogScan scan;
+  std::vector<Seen> best_seen = seen;
+  std::vector<bool> logged(seen.size(), false);
+  LogView logs;
   for (uint64_t h : hashes) {
-    io::LogScan s = io::scan_point_logs(dir, h);
-    if (scan.points.empty() || s.points.size() > scan.points.size()) scan = std::move(s);
+    std::vector<Seen> s = seen;
+    std::vector<bool> l(seen.size(), false);
+    LogView v = scan(dir, h, s, l);
+    if (h == hashes[0] || v.records > logs.records) {
+      logs = std::move(v);
+      best_seen = std::move(s);
+      logged = std::move(l);
+    }
   }
-  std::vector<const Result*> best(total > 0 ? total : 0, nullptr);
-  for (size_t i = 0; i < rows.size() && i < best.size(); ++i)
-    if (rows[i].status != Status::pending) best[i] = &rows[i];
-  int duplicates = 0;
-  std::vector<bool> logged(best.size(), false);
-  double first = 1e300, last = 0;
-  for (const io::LoggedPoint& p : scan.points) {
-    if (p.index < 0 || p.index >= total) continue;
-    if (logged[p.index]) ++duplicates;
-    logged[p.index] = true;
-    if (!best[p.index]) best[p.index] = &p.result;
-    first = std::min(first, p.finished_unix);
-    last = std::max(last, p.finished_unix);
-  }
-  std::map<std::string, int> by_status;
-  int done = 0, analysis_failed = 0;
-  for (const Result* r : best)
-    if (r) {
+  std::map<std::string, int64_t> by_status;
+  int64_t done = 0, analysis_failed = 0;
+  double seconds = 0;
+  for (const Seen& s : best_seen)
+    if (s.rank < 5) {
       ++done;
-      ++by_status[status_name(r->status)];
-      analysis_failed += r->analysis_status == AnalysisStatus::failed;
+      ++by_status[status_name(s.status)];
+      analysis_failed += s.analysis_failed;
+      seconds += s.seconds;
     }
   const bool running = sweep_running(dir);
   if (!running && (state == "running" || state == "unknown")) state = "not running: stopped or killed; continue with --resume";
   else if (running) state = "running";
   std::printf("sweep       %s (%s%s)\n", out.c_str(), state.c_str(), started.empty() ? "" : (", started " + started).c_str());
-  std::printf("done        %d / %s points", done, total >= 0 ? std::to_string(total).c_str() : "?");
-  for (const auto& [k, v] : by_status) std::printf("  %s %d", k.c_str(), v);
-  if (analysis_failed) std::printf("  (analysis failed %d)", analysis_failed);
+  std::printf("done        %lld / %s points", static_cast<long long>(done), total >= 0 ? std::to_string(total).c_str() : "?");
+  for (const auto& [k, v] : by_status) std::printf("  %s %lld", k.c_str(), static_cast<long long>(v));
+  if (analysis_failed) std::printf("  (analysis failed %lld)", static_cast<long long>(analysis_failed));
   std::printf("\n");
-  std::printf("records     %zu in the logs, %d duplicate%s\n", scan.points.size(), duplicates, duplicates == 1 ? "" : "s");
-  if (!scan.rungs.empty()) {   // successive halving: checkpoints and pruned points per rung
-    std::map<int64_t, std::set<int64_t>> reached;
-    std::map<int64_t, int> pruned;
-    for (const io::LoggedRung& g : scan.rungs) reached[g.checkpoint.run.steps_done].insert(g.index);
-    double seconds = 0;
-    for (const Result* r : best)
-      if (r) {
-        if (r->status == Status::pruned) ++pruned[r->steps_done];
-        if (std::isfinite(r->seconds_total)) seconds += r->seconds_total;
-      }
+  std::printf("records     %lld in the logs, %lld duplicate%s\n", static_cast<long long>(logs.records), static_cast<long long>(logs.duplicates),
+              logs.duplicates == 1 ? "" : "s");
+  if (!logs.reached.empty()) {   // successive halving: checkpoints and pruned points per rung
     std::printf("rungs      ");
-    for (const auto& [step, points] : reached) std::printf(" step %lld: %zu reached, %d pruned;", static_cast<long long>(step), points.size(), pruned[step]);
+    for (const auto& [step, points] : logs.reached) {
+      const auto reached = std::count(points.begin(), points.end(), true);
+      int64_t pruned = 0;   // points pruned at this rung: their pruned record stops at its step
+      for (const Seen& p : best_seen) pruned += p.status == Status::pruned && p.steps == step;
+      std::printf(" step %lld: %lld reached, %lld pruned;", static_cast<long long>(step), static_cast<long long>(reached),
+                  static_cast<long long>(pruned));
+    }
     std::printf(" %.0f core-seconds in the finished points' legs\n", seconds);
   }
-  if (!scan.problems.empty())
-    std::printf("unreadable  %zu record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", scan.problems.size());
-  if (running && done >= 2 && total > done && last > first) {
-    const double rate = (done - 1) / (last - first);
-    std::printf("rate        %.3f points/s; ETA %.0f s\n", rate, (total - done) / rate);
+  if (!logs.stats.problems.empty())
+    std::printf("unreadable  %zu record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", logs.stats.problems.size());
+  if (running && done >= 2 && total > done && logs.last > logs.first) {
+    const double rate = static_cast<double>(done - 1) / (logs.last - logs.first);
+    std::printf("rate        %.3f points/s; ETA %.0f s\n", rate, static_cast<double>(total - done) / rate);
   }
   return kExitOk;
 }

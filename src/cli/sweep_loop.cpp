@@ -86,7 +86,7 @@ LoopOutcome train_points(const sweep::Grid& grid, const SweepOutput& output, con
       const int64_t i = grid.order[k];
       if (finished_before[i]) continue;
       faults.point = i;
-      const Result r = run_point(grid.points[i], &stop, faults.any() ? &faults : nullptr);
+      const Result r = run_point(grid.point(i), &stop, faults.any() ? &faults : nullptr);
       if (r.status == Status::cancelled) break;
       log.append(io::encode_point(i, output.hash(), static_cast<double>(::time(nullptr)), r));
       ++mine.trained;
@@ -143,10 +143,10 @@ class Dispatcher {
     const io::LogScan scan = io::scan_point_logs(output_.dir(), output_.hash());
     // Finished points first: a point pruned before the kill is never pruned (and recorded) twice.
     for (const io::LoggedPoint& p : scan.points)
-      if (p.index >= 0 && p.index < static_cast<int64_t>(grid_.points.size()) && finished(p.result, false))
+      if (p.index >= 0 && p.index < grid_.size() && finished(p.result, false))
         halving_.finished(p.index, p.result);
     for (const io::LoggedRung& g : scan.rungs) {
-      if (g.index < 0 || g.index >= static_cast<int64_t>(grid_.points.size()) || g.rung < 0 || g.rung >= halving_.rungs() ||
+      if (g.index < 0 || g.index >= grid_.size() || g.rung < 0 || g.rung >= halving_.rungs() ||
           g.build != io::build_identity())   // another build's checkpoint: trained again, not mixed in
         continue;
       halving_.reached(g.index, g.rung, g.checkpoint.run);
@@ -246,7 +246,7 @@ class Dispatcher {
 // Trains one leg and appends its record to `log`: a rung record, or the finished point (cancelled: nothing).
 std::optional<Done> run_leg(const sweep::HalvingSpec& h, const sweep::Grid& grid, const SweepOutput& output, const Work& w,
                             SyncedLog& log, InjectedFaults& faults, const std::atomic<bool>& stop) {
-  const Point& p = grid.points[w.leg.point];
+  const Point p = grid.point(w.leg.point);
   io::LoggedRung from;
   if (w.leg.from >= 0) {
     std::string why;

@@ -6,17 +6,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
-#include <map>
 #include <memory>
+#include <sstream>
 
-#include "icl/build_info.hpp"
 #include "icl/cli/cli.hpp"
 #include "icl/io/h5.hpp"
-#include "icl/io/point_log.hpp"
+#include "icl/io/layout.hpp"
 
 namespace icl::cli {
 namespace {
@@ -26,6 +26,8 @@ std::string parent_of(const std::string& path) {
   if (slash == std::string::npos) return ".";
   return slash == 0 ? "/" : path.substr(0, slash);
 }
+
+std::string base_of(const std::string& path) { return path.substr(path.rfind('/') == std::string::npos ? 0 : path.rfind('/') + 1); }
 
 std::vector<std::string> entries(const std::string& dir) {
   std::vector<std::string> names;
@@ -37,8 +39,37 @@ std::vector<std::string> entries(const std::string& dir) {
   return names;
 }
 
-// Lower is better: the record a point keeps when it has several (a retried failure, a duplicate).
-int rank_of(const Result& r) {
+int refuse(const std::string& out, const std::string& why) {
+  std::cerr << "icl-sweep: option 'output' = '" << out << "': " << why << "\n";
+  return kExitUsage;
+}
+
+// The rows of OUT.h5 as the index holds them: the grid's points, the logs' best records.
+class IndexedRows : public io::RowSource {
+ public:
+  IndexedRows(const sweep::Grid& grid, const LogIndex& index) : grid_(grid), index_(index) {}
+  int64_t size() const override { return grid_.size(); }
+  void rows(int64_t first, int64_t n, const Visit& visit) const override {
+    static const Result pending = pending_result();
+    for (int64_t i = first; i < first + n; ++i) {
+      const Point p = grid_.point(i);
+      if (!index_.has(i)) {
+        visit(i, p, grid_.replica(i), pending, "");
+        continue;
+      }
+      const io::LoggedPoint r = index_.record(i);
+      visit(i, p, grid_.replica(i), r.result, r.build);
+    }
+  }
+
+ private:
+  const sweep::Grid& grid_;
+  const LogIndex& index_;
+};
+
+}  // namespace
+
+int record_rank(const Result& r) {
   switch (r.status) {
     case Status::ok: return r.analysis_status == AnalysisStatus::failed ? 1 : 0;
     case Status::diverged:
@@ -47,13 +78,6 @@ int rank_of(const Result& r) {
     default: return 4;
   }
 }
-
-int refuse(const std::string& out, const std::string& why) {
-  std::cerr << "icl-sweep run: option 'output' = '" << out << "': " << why << "\n";
-  return kExitUsage;
-}
-
-}  // namespace
 
 bool finished(const Result& r, bool retry_failed) {
   if (r.status == Status::pending || r.status == Status::cancelled) return false;
@@ -67,6 +91,55 @@ bool sweep_running(const std::string& dir) {
   ::close(fd);
   return held;
 }
+
+// --- LogIndex ------------------------------------------------------------------------------
+
+LogIndex::LogIndex(std::string dir, uint64_t hash, int64_t points, bool retry_failed)
+    : dir_(std::move(dir)), hash_(hash), retry_failed_(retry_failed), best_(static_cast<size_t>(points)) {}
+
+void LogIndex::update(bool final) {
+  const std::vector<std::string> now = io::log_files(dir_);   // sorted
+  size_t vanished = 0;   // every log read before must still be there
+  for (const std::string& p : paths_) vanished += !std::binary_search(now.begin(), now.end(), p);
+  if (vanished)
+    throw io::IoError("point logs in " + dir_ + "/ vanished while the sweep ran (" + std::to_string(vanished) + " of " +
+                      std::to_string(paths_.size()) + "): not merging; OUT.h5 keeps the points it holds");
+  const auto on_point = [&](io::LoggedPoint&& p, const io::RecordRef& where) {
+    ++records_;
+    if (p.index < 0 || p.index >= static_cast<int64_t>(best_.size())) return;
+    Best& b = best_[static_cast<size_t>(p.index)];
+    if (b.rank != kNone) ++duplicates_;
+    builds_.insert(p.build);
+    first_ = std::min(first_, p.finished_unix);
+    last_ = std::max(last_, p.finished_unix);
+    const int rank = record_rank(p.result);
+    if (rank >= b.rank) return;   // the first of equals stays
+    done_ -= b.finished;
+    b = {where.file, static_cast<uint8_t>(rank), finished(p.result, retry_failed_), where.offset, where.length};
+    done_ += b.finished;
+  };
+  for (const std::string& path : now) {
+    auto [it, fresh] = ids_.emplace(path, static_cast<int32_t>(paths_.size()));   // ids stay: new logs are appended
+    if (fresh) {
+      paths_.push_back(path);
+      scanned_.push_back(0);
+    }
+    const auto file = static_cast<size_t>(it->second);
+    scanned_[file] = io::visit_log(path, it->second, scanned_[file], hash_, !final, on_point, {}, &problems_);
+  }
+}
+
+io::LoggedPoint LogIndex::record(int64_t i) const {
+  const Best& b = best_[static_cast<size_t>(i)];
+  const std::string& path = paths_[static_cast<size_t>(b.file)];
+  io::LoggedPoint p;
+  std::string why;
+  if (!io::decode_point(reader_.read(path, {b.file, b.offset, b.length}), hash_, &p, &why))
+    throw io::IoError("the record of point " + std::to_string(i) + " in " + path + " no longer decodes: " + why);
+  return p;
+}
+
+// --- SweepOutput ---------------------------------------------------------------------------
 
 SweepOutput::SweepOutput(std::string out, const sweep::Grid& grid, std::string spec_text)
     : out_(std::move(out)), dir_(out_ + ".points"), spec_text_(std::move(spec_text)), grid_(grid),
@@ -82,7 +155,13 @@ std::string SweepOutput::hash_text() const {
   return text;
 }
 
-int SweepOutput::prepare(const OutputOptions& opt) {
+// A name only this sweep's merges make: a user's file never matches it.
+std::string SweepOutput::temporary() const {
+  return out_ + ".icl-merge-" + hash_text() + "-" + std::to_string(::getpid()) + ".tmp";
+}
+
+int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
+  retry_failed_ = opt.retry_failed;
   const std::string parent = parent_of(out_);
   struct stat st;
   if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return refuse(out_, "directory '" + parent + "' does not exist");
@@ -91,12 +170,13 @@ int SweepOutput::prepare(const OutputOptions& opt) {
   if (dir_exists && !S_ISDIR(st.st_mode)) throw io::IoError("'" + dir_ + "' exists and is not a directory: move it away");
   const bool output_exists = cli::path_exists(out_) || dir_exists;
   if (output_exists && !opt.resume && !opt.force) return refuse(out_, "the sweep output exists; pass --resume to continue it or --force to start over");
-  if (!lock()) return refuse(out_, "another icl-sweep run is writing it (it holds the lock on " + dir_ + "/)");
+  if (!lock(wait_lock)) return refuse(out_, "another icl-sweep run is writing it (a run, or the merge after one: it holds the lock on " + dir_ + "/)");
 
-  // Temporaries of merges that were killed: no one else can be writing them now.
-  const std::string stem = out_.substr(out_.rfind('/') == std::string::npos ? 0 : out_.rfind('/') + 1) + ".tmp.";
+  // Temporaries of this sweep's merges that were killed: no one else can be writing them now.
+  const std::string stem = base_of(out_) + ".icl-merge-" + hash_text() + "-";
   for (const std::string& name : entries(parent))
-    if (name.compare(0, stem.size(), stem) == 0) std::remove((parent + "/" + name).c_str());
+    if (name.compare(0, stem.size(), stem) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0)
+      std::remove((parent + "/" + name).c_str());
 
   if (opt.force) {
     std::remove(out_.c_str());
@@ -104,104 +184,115 @@ int SweepOutput::prepare(const OutputOptions& opt) {
     return 0;
   }
   if (!opt.resume) return 0;
-  std::vector<Result> rows;
-  if (const int code = read_resumed(opt, &rows)) return code;
-  return import_rows(opt, rows);
+  io::Verification v;
+  if (const int code = check_identity(opt, &v)) return code;
+  const LogIndex& idx = index(true);
+  if (!opt.allow_mixed_builds)
+    for (const std::string& b : idx.builds())
+      if (b != io::build_identity())
+        return refuse(out_, "--resume: points in " + dir_ + "/ were computed by another build (" + b + "; this is " + io::build_identity() +
+                                "); rebuild that version, or pass --allow-mixed-builds");
+  if (v.n_points >= 0) import_rows(v);
+  return 0;
+}
+
+int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) const {
+  if (!cli::path_exists(out_)) return 0;
+  *v = io::verify_results_file(out_);
+  const std::string fix = "icl-sweep verify " + out_ + " --repair --spec SPEC rebuilds it from its intact rows and logs; or --force to start over";
+  if (v->n_points < 0) {
+    if (!opt.repair) return refuse(out_, "--resume: it is unreadable (" + (v->problems.empty() ? "" : v->problems[0]) + "): " + fix);
+    std::cerr << "icl-sweep: warning: '" << out_ << "' is unreadable; rebuilding it from " << dir_ << "/\n";
+    return 0;
+  }
+  if (v->format_version != io::kFormatVersion)
+    return refuse(out_, "--resume: it was written in format " + std::to_string(v->format_version) + " by another version of icl-sweep (this one writes " +
+                            std::to_string(io::kFormatVersion) + "): continue it with that version, or --force to start over");
+  const io::File f = io::File::open_read(out_);
+  if (!v->attributes_intact) {
+    if (!opt.repair) return refuse(out_, "--resume: its identity attributes (spec, spec_hash, ...) are damaged: " + fix);
+    // Repair with the spec the user names: every intact row is kept if the rows are this grid's.
+    std::vector<int64_t> seeds(static_cast<size_t>(std::max<int64_t>(v->n_points, 0)));
+    try {
+      io::Rows::open(f, "/points/seed").read(0, seeds.size(), seeds.data());
+    } catch (const io::IoError&) {
+      seeds.clear();
+    }
+    bool same = v->n_points == grid_.size() && !seeds.empty();
+    for (int64_t i = 0; same && i < grid_.size(); ++i)
+      same = !v->row_intact[static_cast<size_t>(i)] || seeds[static_cast<size_t>(i)] == static_cast<int64_t>(grid_.point(i).seed);
+    if (!same) return refuse(out_, "--repair: its attributes are damaged and its rows are not this spec's points (their seeds differ): pass the original spec with --spec");
+    std::cerr << "icl-sweep: warning: '" << out_ << "': its attributes are damaged; its rows are this spec's points: keeping every intact row\n";
+    return 0;
+  }
+  const std::string stored = io::get_attr_string(f, "/", "spec_hash");
+  if (stored != hash_text())
+    return refuse(out_, "--resume: it was written by a different spec (hash " + stored + ", this spec " + hash_text() +
+                            "); use the original spec, or --force to start over");
+  if (!opt.allow_mixed_builds) {
+    std::istringstream builds(io::get_attr_string(f, "/", "builds"));
+    for (std::string b; std::getline(builds, b);)
+      if (b != io::build_identity())
+        return refuse(out_, "--resume: its points were computed by another build (" + b + "; this is " + io::build_identity() +
+                                "); rebuild that version, or pass --allow-mixed-builds");
+  }
+  for (const std::string& p : v->problems)
+    std::cerr << "icl-sweep: warning: '" << out_ << "': " << p << ": recovered from the logs or recomputed\n";
+  return 0;
+}
+
+void SweepOutput::import_rows(const io::Verification& v) const {
+  const LogIndex& idx = index(true);
+  std::unique_ptr<io::PointLog> log;
+  int64_t imported = 0;
+  io::read_results_file(out_, v, [&](int64_t i, Result&& r, const std::string& build) {
+    if (i >= grid_.size() || idx.has(i)) return;
+    if (!log) log = std::make_unique<io::PointLog>(dir_);
+    log->append_record(io::encode_point(i, hash_, static_cast<double>(::time(nullptr)), r, build.empty() ? "unknown build" : build));
+    ++imported;
+  });
+  if (log) log->sync();
+  if (imported) {
+    std::cerr << "icl-sweep: " << imported << " finished point(s) of '" << out_ << "' were not in " << dir_ << "/: copied into its logs\n";
+    index(true);
+  }
 }
 
 // The lock: the log directory itself, so that no file anyone could delete guards the sweep.
-bool SweepOutput::lock() {
+bool SweepOutput::lock(bool wait) {
   if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) throw io::io_error("cannot create", dir_);
   lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
+  if (wait) return ::flock(lock_fd_, LOCK_EX) == 0;
   // `status` probes the lock with a momentary shared lock: retry briefly before calling it another run's.
   bool locked = false;
   for (int k = 0; k < 20 && !(locked = ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0); ++k) ::usleep(50000);
   return locked;
 }
 
-int SweepOutput::read_resumed(const OutputOptions& opt, std::vector<Result>* rows) const {
-  if (!cli::path_exists(out_)) return 0;
-  io::Verification v;
-  try {
-    *rows = io::read_results_file(out_, &v);
-    const io::File f = io::File::open_read(out_);
-    std::string spec_hash = io::get_attr_string(f, "/", "spec_hash");
-    if (!v.attributes_intact) {
-      std::cerr << "icl-sweep run: warning: '" << out_ << "': its attributes are damaged; trusting its rows only if its spec is this one\n";
-      if (sweep::spec_hash(io::get_attr_string(f, "/", "spec")) != hash_) rows->clear();
-      spec_hash = hash_text();
-    }
-    if (spec_hash != hash_text())
-      return refuse(out_, "--resume: it was written by a different spec (hash " + spec_hash + ", this spec " + hash_text() +
-                              "); use the original spec, or --force to start over");
-    const std::string theirs = io::get_attr_string(f, "/", "software_version") + " (git " +
-                               io::get_attr_string(f, "/", "git_revision") + "; " + io::get_attr_string(f, "/", "build_flags") + ")";
-    if (v.attributes_intact && theirs != io::build_identity() && !opt.allow_mixed_builds)
-      return refuse(out_, "--resume: its points were computed by another build (" + theirs + "; this is " + io::build_identity() +
-                              "); rebuild that version, or pass --allow-mixed-builds");
-    for (const std::string& p : v.problems) std::cerr << "icl-sweep run: warning: '" << out_ << "': " << p << ": recovered from the logs or recomputed\n";
-  } catch (const io::IoError& e) {
-    std::cerr << "icl-sweep run: warning: '" << out_ << "' is unreadable (" << e.what() << "); recovering the finished points from "
-              << dir_ << "/\n";
-    rows->clear();
-  }
-  return 0;
+const LogIndex& SweepOutput::index(bool final) const {
+  std::lock_guard<std::mutex> guard(mu_);
+  if (!index_) index_ = std::make_unique<LogIndex>(dir_, hash_, grid_.size(), retry_failed_);
+  index_->update(final);
+  return *index_;
 }
 
-int SweepOutput::import_rows(const OutputOptions& opt, const std::vector<Result>& rows) const {
-  const io::LogScan scan = io::scan_point_logs(dir_, hash_);
-  if (!opt.allow_mixed_builds)
-    for (const io::LoggedPoint& p : scan.points)
-      if (p.build != io::build_identity())
-        return refuse(out_, "--resume: point " + std::to_string(p.index) + " in " + dir_ + "/ was computed by another build (" + p.build +
-                                "; this is " + io::build_identity() + "); rebuild that version, or pass --allow-mixed-builds");
-  std::vector<bool> logged(grid_.points.size(), false);
-  for (const io::LoggedPoint& p : scan.points)
-    if (p.index >= 0 && p.index < static_cast<int64_t>(logged.size())) logged[p.index] = true;
-  int imported = 0;
-  if (rows.size() == grid_.points.size()) {
-    std::unique_ptr<io::PointLog> log;
-    for (size_t i = 0; i < rows.size(); ++i)
-      if (rows[i].status != Status::pending && !logged[i]) {
-        if (!log) log = std::make_unique<io::PointLog>(dir_);
-        log->append(static_cast<int64_t>(i), hash_, rows[i]);
-        ++imported;
-      }
-    if (log) log->sync();
-  }
-  if (imported) std::cerr << "icl-sweep run: " << imported << " finished point(s) of '" << out_ << "' were not in " << dir_ << "/: copied into its logs\n";
-  return 0;
-}
-
-std::vector<Result> SweepOutput::gather(bool retry_failed, int* done, std::vector<std::string>* problems) const {
-  std::vector<Result> results(grid_.points.size(), pending_result());
-  io::LogScan scan = io::scan_point_logs(dir_, hash_);
-  for (io::LoggedPoint& p : scan.points)
-    if (p.index >= 0 && p.index < static_cast<int64_t>(results.size()) && rank_of(p.result) < rank_of(results[p.index]))
-      results[p.index] = std::move(p.result);
-  *done = 0;
-  for (const Result& r : results) *done += finished(r, retry_failed);
-  if (problems) *problems = std::move(scan.problems);
-  return results;
-}
-
-void SweepOutput::write(const std::vector<Result>& results, const std::string& state, const io::Attributes& extra) const {
+void SweepOutput::write(const std::string& state, const io::Attributes& extra) const {
   io::Attributes a = extra;
   a.text.push_back({"sweep_state", state});
   a.text.push_back({"spec_hash", hash_text()});
-  io::write_results_file(out_, grid_.points, results, spec_text_, a, grid_.replica);
+  std::lock_guard<std::mutex> guard(mu_);
+  io::write_results_file(out_, IndexedRows(grid_, *index_), spec_text_, a, temporary());
 }
 
-int SweepOutput::begin(const OutputOptions& opt, const io::Attributes& extra, std::vector<uint8_t>* finished_before,
-                       int* done) {
+int SweepOutput::begin(const OutputOptions& opt, const io::Attributes& extra, std::vector<uint8_t>* finished_before, int64_t* done) {
   try {
     if (const int code = prepare(opt)) return code;
-    std::vector<std::string> problems;
-    const std::vector<Result> earlier = gather(opt.retry_failed, done, &problems);
-    for (const std::string& w : problems) std::fprintf(stderr, "icl-sweep: warning: %s: recomputed\n", w.c_str());
-    for (size_t i = 0; i < earlier.size(); ++i) (*finished_before)[i] = finished(earlier[i], opt.retry_failed);
-    write(earlier, "running", extra);
+    const LogIndex& idx = index(true);   // no rank writes yet
+    for (const std::string& w : idx.problems()) std::fprintf(stderr, "icl-sweep: warning: %s: recomputed\n", w.c_str());
+    for (int64_t i = 0; i < grid_.size(); ++i) (*finished_before)[static_cast<size_t>(i)] = idx.has(i) && idx.is_finished(i);
+    *done = idx.done();
+    write("running", extra);
     return 0;
   } catch (const io::IoError& e) {
     std::cerr << "icl-sweep run: I/O error: " << e.what() << "\n";
@@ -209,9 +300,10 @@ int SweepOutput::begin(const OutputOptions& opt, const io::Attributes& extra, st
   }
 }
 
-bool SweepOutput::merge_live(const std::vector<Result>& so_far, const io::Attributes& extra) const {
+bool SweepOutput::merge_live(const io::Attributes& extra) const {
   try {
-    write(so_far, "running", extra);
+    index(false);
+    write("running", extra);
     return true;
   } catch (const io::IoError& e) {
     std::fprintf(stderr, "icl-sweep: warning: live merge into %s failed: %s\n", out_.c_str(), e.what());
@@ -219,17 +311,16 @@ bool SweepOutput::merge_live(const std::vector<Result>& so_far, const io::Attrib
   }
 }
 
-int SweepOutput::end(bool retry_failed, const io::Attributes& extra, std::vector<Result>* results, int* done) const {
-  *results = gather(retry_failed, done);
-  const bool complete = *done == static_cast<int>(grid_.points.size());
+int SweepOutput::end(const io::Attributes& extra, int64_t* done) const {
   io::Attributes a = extra;
   a.text.push_back({"ended_utc", io::utc_now()});
   try {
-    write(*results, complete ? "complete" : "incomplete", a);
+    *done = index(true).done();
+    write(*done == grid_.size() ? "complete" : "incomplete", a);
     return 0;
   } catch (const io::IoError& e) {
     std::cerr << "icl-sweep run: I/O error: cannot write '" << out_ << "': " << e.what()
-              << " (every finished point is kept in " << dir_ << "/: --resume writes it once there is space)\n";
+              << " (every finished point stays in " << dir_ << "/ and in '" << out_ << "': --resume writes them once the cause is fixed)\n";
     return kExitFailure;
   }
 }

@@ -103,7 +103,7 @@ int train_main(int argc, char** argv) {
   print_summary(p, r);
   if (!out.empty()) {
     try {
-      io::write_results_file(out, {p}, {r}, point_to_text(p));
+      io::write_results_file(out, io::MemoryRows({p}, {r}), point_to_text(p));
     } catch (const std::exception& e) {
       std::cerr << "icl-sweep train: cannot write '" << out << "': " << e.what() << "\n";
       return kExitFailure;

@@ -73,26 +73,25 @@ int verify_main(int argc, char** argv) {
   size_t intact = 0;
   for (bool b : v.row_intact) intact += b;
   std::printf("file        %s: %s\n", out.c_str(),
-              v.n_points < 0 ? "unreadable"
-              : v.unverifiable ? (std::to_string(v.n_points) + " rows, not verifiable").c_str()
-                               : (std::to_string(intact) + " of " + std::to_string(v.n_points) + " rows intact").c_str());
-  if (v.unverifiable) std::printf("note        written by a version of icl-sweep without checksums: nothing to verify it against\n");
+              v.n_points < 0 ? "unreadable" : (std::to_string(intact) + " of " + std::to_string(v.n_points) + " rows intact").c_str());
   for (const std::string& p : v.problems) std::printf("damaged     %s\n", p.c_str());
   sweep::Spec spec;
   sweep::Grid grid;
   std::string why;
   const bool have_grid = stored_grid(out, spec_file, &spec, &grid, &why);
   if (have_grid) {
-    const io::LogScan scan = io::scan_point_logs(dir, sweep::spec_hash(spec.text));
-    std::printf("logs        %d file(s), %zu intact record(s) of this spec", scan.files, scan.points.size());
-    if (!scan.rungs.empty()) std::printf(" and %zu rung checkpoint(s) (successive halving)", scan.rungs.size());
+    int64_t points = 0, rungs = 0;
+    const io::LogStats scan = io::visit_point_logs(
+        dir, sweep::spec_hash(spec.text), [&](io::LoggedPoint&&, const io::RecordRef&) { ++points; },
+        [&](io::LoggedRung&&, const io::RecordRef&) { ++rungs; });
+    std::printf("logs        %zu file(s), %lld intact record(s) of this spec", scan.paths.size(), static_cast<long long>(points));
+    if (rungs) std::printf(" and %lld rung checkpoint(s) (successive halving)", static_cast<long long>(rungs));
     std::printf("\n");
     for (const std::string& p : scan.problems) std::printf("damaged     %s\n", p.c_str());
   }
   const bool damaged = !v.problems.empty();
   if (!repair) {
-    std::printf("%s\n", damaged ? "verdict     damaged: icl-sweep verify --repair recovers what the logs hold"
-                                 : v.unverifiable ? "verdict     no damage detectable" : "verdict     intact");
+    std::printf("%s\n", damaged ? "verdict     damaged: icl-sweep verify --repair recovers what the logs hold" : "verdict     intact");
     return damaged ? kExitFailure : kExitOk;
   }
   if (!have_grid) {
@@ -104,13 +103,13 @@ int verify_main(int argc, char** argv) {
     SweepOutput output(out, grid, spec.text);
     OutputOptions opt;
     opt.resume = true;
+    opt.repair = true;
     opt.allow_mixed_builds = mixed;
     if (const int code = output.prepare(opt)) return code;
-    int done = 0;
-    const std::vector<Result> results = output.gather(false, &done);
-    output.write(results, done == static_cast<int>(grid.points.size()) ? "complete" : "incomplete", {});
-    std::printf("repaired    %s: %d of %zu points finished and intact%s\n", out.c_str(), done, grid.points.size(),
-                done == static_cast<int>(grid.points.size()) ? "" : "; the rest are pending: icl-sweep run SPEC -o OUT.h5 --resume");
+    const int64_t done = output.index(true).done();
+    output.write(done == grid.size() ? "complete" : "incomplete", {});
+    std::printf("repaired    %s: %lld of %lld points finished and intact%s\n", out.c_str(), static_cast<long long>(done),
+                static_cast<long long>(grid.size()), done == grid.size() ? "" : "; the rest are pending: icl-sweep run SPEC -o OUT.h5 --resume");
   } catch (const io::IoError& e) {
     std::fprintf(stderr, "icl-sweep verify: I/O error: %s\n", e.what());
     return kExitFailure;

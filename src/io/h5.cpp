@@ -286,6 +286,10 @@ File File::open_read(const std::string& path) {
   return File(open_file(path, false, H5F_ACC_RDONLY), path);
 }
 
+File File::open_write(const std::string& path) {
+  return File(open_file(path, false, H5F_ACC_RDWR), path);
+}
+
 void File::close() {
   if (!valid()) return;
   const std::string why = close_file(static_cast<hid_t>(release()));
@@ -315,22 +319,120 @@ bool exists(const File& f, const std::string& path) {
 std::vector<std::string> list(const File& f, const std::string& group_path) {
   const std::string ctx = where(f, group_path);
   Object group = own(H5Gopen2(f.id(), group_path.c_str(), H5P_DEFAULT), "H5Gopen2", ctx);
-  H5G_info_t info;
-  check(H5Gget_info(group.id(), &info), "H5Gget_info", ctx);
   std::vector<std::string> names;
-  for (hsize_t i = 0; i < info.nlinks; ++i) {
-    const ssize_t len =
-        check(H5Lget_name_by_idx(group.id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT),
-              "H5Lget_name_by_idx", ctx);
-    std::string name(static_cast<size_t>(len) + 1, '\0');
-    check(H5Lget_name_by_idx(group.id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
-                             H5P_DEFAULT),
-          "H5Lget_name_by_idx", ctx);
-    name.resize(static_cast<size_t>(len));
-    names.push_back(std::move(name));
-  }
+  const auto add = [](hid_t, const char* name, const H5L_info_t*, void* out) -> herr_t {
+    static_cast<std::vector<std::string>*>(out)->push_back(name);
+    return 0;
+  };
+  // One iteration over the name index (H5Lget_name_by_idx per entry is quadratic in the group's size).
+  check(H5Literate(group.id(), H5_INDEX_NAME, H5_ITER_INC, nullptr, add, &names), "H5Literate", ctx);
   std::sort(names.begin(), names.end());
   return names;
+}
+
+// --- Datasets of rows ---------------------------------------------------------
+
+namespace {
+
+Object text_type(uint64_t bytes, const std::string& ctx) {
+  Object t = own(H5Tcopy(H5T_C_S1), "H5Tcopy", ctx);
+  check(H5Tset_size(t.id(), std::max<uint64_t>(bytes, 1)), "H5Tset_size", ctx);
+  check(H5Tset_strpad(t.id(), H5T_STR_NULLPAD), "H5Tset_strpad", ctx);
+  check(H5Tset_cset(t.id(), H5T_CSET_UTF8), "H5Tset_cset", ctx);
+  return t;
+}
+
+// The file offset of rows [first, first + n) as a hyperslab of `space` (all columns).
+void select_rows(const Object& space, uint64_t first, uint64_t n, uint64_t width, const std::string& ctx) {
+  // A one-dimensional space reads only the first entry of each array.
+  const hsize_t start[2] = {first, 0}, count[2] = {n, std::max<uint64_t>(width, 1)};
+  check(H5Sselect_hyperslab(space.id(), H5S_SELECT_SET, start, nullptr, count, nullptr), "H5Sselect_hyperslab", ctx);
+}
+
+Object memory_space(uint64_t n, uint64_t width, const std::string& ctx) {
+  return width ? simple_space({n, width}, ctx) : simple_space({n}, ctx);
+}
+
+}  // namespace
+
+Rows Rows::create(File& f, const std::string& path, Type type, uint64_t rows, uint64_t width, uint64_t text_bytes) {
+  const std::string ctx = icl::io::where(f, path);
+  Object file_type = type == Type::text ? text_type(text_bytes, ctx)
+                                        : Object(check(H5Tcopy(type == Type::i64 ? H5T_STD_I64LE : H5T_IEEE_F64LE), "H5Tcopy", ctx));
+  std::vector<uint64_t> dims = width ? std::vector<uint64_t>{rows, width} : std::vector<uint64_t>{rows};
+  Object space = simple_space(dims, ctx);
+  Object lcpl = intermediate_lcpl(ctx);
+  Object dcpl = own(H5Pcreate(H5P_DATASET_CREATE), "H5Pcreate", ctx);
+  if (rows > 0) {
+    // Chunks of about 1 MiB (at most 2^16 rows): a block of rows is whole chunks, the cache holds one.
+    const uint64_t row_bytes = std::max<uint64_t>(1, std::max<uint64_t>(width, 1) * H5Tget_size(file_type.id()));
+    uint64_t chunk_rows = 1;
+    while (chunk_rows < 65536 && chunk_rows * 2 * row_bytes <= (1u << 20)) chunk_rows *= 2;
+    std::vector<hsize_t> chunk = to_hsize(dims);
+    chunk[0] = std::min<hsize_t>(rows, chunk_rows);
+    check(H5Pset_chunk(dcpl.id(), static_cast<int>(chunk.size()), chunk.data()), "H5Pset_chunk", ctx);
+    check(H5Pset_shuffle(dcpl.id()), "H5Pset_shuffle", ctx);
+    check(H5Pset_deflate(dcpl.id(), 1), "H5Pset_deflate", ctx);
+    check(H5Pset_fletcher32(dcpl.id()), "H5Pset_fletcher32", ctx);
+    check(H5Pset_fill_time(dcpl.id(), H5D_FILL_TIME_NEVER), "H5Pset_fill_time", ctx);   // every row is written
+  }
+  Rows r(check(H5Dcreate2(f.id(), path.c_str(), file_type.id(), space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT), "H5Dcreate2", ctx),
+         path, ctx);
+  r.describe();
+  return r;
+}
+
+Rows Rows::open(const File& f, const std::string& path) {
+  const std::string ctx = icl::io::where(f, path);
+  Rows r(check(H5Dopen2(f.id(), path.c_str(), H5P_DEFAULT), "H5Dopen2", ctx), path, ctx);
+  r.describe();
+  return r;
+}
+
+void Rows::describe() {
+  Object space = own(H5Dget_space(id()), "H5Dget_space", where_);
+  const std::vector<uint64_t> dims = shape_of(space, where_);
+  if (dims.empty() || dims.size() > 2 || (dims.size() == 2 && dims[1] == 0))
+    fail("not a dataset of rows (shape of rank " + std::to_string(dims.size()) + ", or no columns)", where_);
+  rows_ = dims[0];
+  width_ = dims.size() == 2 ? dims[1] : 0;
+  Object stored = own(H5Dget_type(id()), "H5Dget_type", where_);
+  switch (H5Tget_class(stored.id())) {
+    case H5T_INTEGER:
+      type_ = Type::i64;
+      mem_type_owner_ = own(H5Tcopy(H5T_STD_I64LE), "H5Tcopy", where_);
+      break;
+    case H5T_FLOAT:
+      type_ = Type::f64;
+      mem_type_owner_ = own(H5Tcopy(H5T_IEEE_F64LE), "H5Tcopy", where_);
+      break;
+    case H5T_STRING:
+      if (H5Tis_variable_str(stored.id()) > 0) fail("a variable-length string dataset (format 1): not a dataset of rows", where_);
+      type_ = Type::text;
+      mem_type_owner_ = text_type(H5Tget_size(stored.id()), where_);
+      break;
+    default: fail("not a numeric or text dataset", where_);
+  }
+  mem_type_ = mem_type_owner_.id();
+  row_bytes_ = std::max<uint64_t>(width_, 1) * H5Tget_size(static_cast<hid_t>(mem_type_));
+}
+
+void Rows::write(uint64_t first, uint64_t n, const void* data) {
+  if (n == 0) return;
+  if (first + n > rows_) fail("rows " + std::to_string(first) + ".." + std::to_string(first + n) + " beyond " + std::to_string(rows_), where_);
+  Object file_space = own(H5Dget_space(id()), "H5Dget_space", where_);
+  select_rows(file_space, first, n, width_, where_);
+  Object mem = memory_space(n, width_, where_);
+  check(H5Dwrite(id(), static_cast<hid_t>(mem_type_), mem.id(), file_space.id(), H5P_DEFAULT, data), "H5Dwrite", where_);
+}
+
+void Rows::read(uint64_t first, uint64_t n, void* data) const {
+  if (n == 0) return;
+  if (first + n > rows_) fail("rows " + std::to_string(first) + ".." + std::to_string(first + n) + " beyond " + std::to_string(rows_), where_);
+  Object file_space = own(H5Dget_space(id()), "H5Dget_space", where_);
+  select_rows(file_space, first, n, width_, where_);
+  Object mem = memory_space(n, width_, where_);
+  check(H5Dread(id(), static_cast<hid_t>(mem_type_), mem.id(), file_space.id(), H5P_DEFAULT, data), "H5Dread", where_);
 }
 
 // --- Whole datasets ---------------------------------------------------------
@@ -389,7 +491,7 @@ Type dataset_type(const File& f, const std::string& path) {
   switch (H5Tget_class(type.id())) {
     case H5T_INTEGER: return Type::i64;
     case H5T_FLOAT: return H5Tget_size(type.id()) == 4 ? Type::f32 : Type::f64;
-    case H5T_STRING: return Type::str;
+    case H5T_STRING: return H5Tis_variable_str(type.id()) > 0 ? Type::str : Type::text;
     default: fail("not a numeric or string dataset", ctx);
   }
 }

@@ -1,6 +1,8 @@
 #pragma once
-// Row and attribute digests of a results file (io-internal; the contract is in results.hpp).
-// Both are computed by reading the file back, so the writer and the verifier share one definition.
+// Row and attribute digests of a results file (io-internal; the contract is in results.hpp).  The
+// writer sums them from the bytes it writes, the verifier from the bytes it reads, with these functions:
+// a row's digest is the sum (mod 2^64) over its datasets of digest_part(digest_key(path), the row's
+// stored bytes); tools/python/icl_sweep/integrity.py computes the same.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -9,13 +11,13 @@
 
 namespace icl::io {
 
-// Per point, the sum over every per-point dataset of a checksum of (dataset name, the row's bytes).
-// A dataset that cannot be read is named in `unreadable` and leaves its rows' digests unknown
-// (`row_known` false).
-std::vector<uint64_t> row_digests(const File& f, size_t P, std::vector<bool>* row_known, std::vector<std::string>* unreadable);
+// The part of a digest that depends on the dataset's path only.
+uint64_t digest_key(const std::string& path);
+// One dataset's contribution to a row's digest: its bytes (little-endian 8-byte words, then the rest).
+uint64_t digest_part(uint64_t key, const void* bytes, size_t n);
 // A checksum of every root attribute but `attributes_digest` itself.
 uint64_t attributes_digest(const File& f);
 // Writes /points/row_digest and the root attribute attributes_digest (the last things written).
-void seal(File& f, size_t P);
+void seal(File& f, const std::vector<uint64_t>& row_digest);
 
 }  // namespace icl::io

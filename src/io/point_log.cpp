@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "icl/build_info.hpp"
 #include "icl/core/rng.hpp"
@@ -106,13 +108,6 @@ struct Reader {
     }
   }
 };
-
-std::string read_all(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // The complete, checksummed record starting at `at`, or 0.
 size_t record_at(const std::string& all, size_t at) {
@@ -256,10 +251,87 @@ void PointLog::append_record(const std::string& rec) {
 
 void PointLog::sync() {
   if (::fdatasync(fd_) != 0) throw io_error("cannot sync", path_);
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) throw io_error("cannot stat", path_);
+  if (st.st_nlink == 0) throw IoError("the point log " + path_ + " was deleted while the sweep ran (was " + path_.substr(0, path_.rfind('/')) +
+                                      "/ removed?): its points are lost from it; every other finished point stays");
 }
 
-LogScan scan_point_logs(const std::string& dir, uint64_t spec_hash) {
-  LogScan scan;
+namespace {
+
+// A log file read through a window (a few MiB), so scanning takes memory of the window, not of the log.
+class LogFile {
+ public:
+  explicit LogFile(const std::string& path) : fd_(::open(path.c_str(), O_RDONLY | O_CLOEXEC)) {
+    struct stat st {};
+    if (fd_ >= 0 && ::fstat(fd_, &st) == 0) size_ = static_cast<uint64_t>(st.st_size);
+  }
+  ~LogFile() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  LogFile(const LogFile&) = delete;
+  LogFile& operator=(const LogFile&) = delete;
+  bool readable() const { return fd_ >= 0; }
+  uint64_t size() const { return size_; }
+  // The bytes [at, at + n) (n clipped to the file), valid until the next call.
+  const char* bytes(uint64_t at, uint64_t n) {
+    n = std::min(n, size_ - std::min(at, size_));
+    if (at < base_ || at + n > base_ + window_.size()) {
+      window_.resize(std::max<uint64_t>(n, std::min<uint64_t>(kWindow, size_ - at)));
+      base_ = at;
+      size_t done = 0;
+      while (done < window_.size()) {
+        const ssize_t k = ::pread(fd_, window_.data() + done, window_.size() - done, static_cast<off_t>(at + done));
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) break;
+        done += static_cast<size_t>(k);
+      }
+      window_.resize(done);
+    }
+    return window_.data() + (at - base_);
+  }
+  // The length of the complete, checksummed record at `at`, or 0.
+  uint64_t record_at(uint64_t at) {
+    if (size_ - at < kFrame) return 0;
+    uint64_t len, sum;
+    std::memcpy(&len, bytes(at, 8), 8);
+    if (len > size_ - at - kFrame) return 0;
+    const char* rec = bytes(at, len + kFrame);
+    std::memcpy(&sum, rec + 8 + len, 8);
+    return sum == checksum(rec, 8 + len) ? len + kFrame : 0;
+  }
+  // The start of the next intact record after a damaged one at `at` (a marker followed by a record whose
+  // checksum holds), or the end of the file.
+  uint64_t resynchronise(uint64_t at) {
+    for (uint64_t m = at + 9; m + 8 <= size_;) {
+      const uint64_t n = std::min<uint64_t>(kWindow, size_ - m);
+      const std::string_view w(bytes(m, n), n);
+      const size_t hit = w.find("ICL");
+      if (hit == std::string_view::npos) {
+        m += n > 2 ? n - 2 : 1;
+        continue;
+      }
+      const uint64_t c = m + hit;
+      if (c + 8 <= size_) {
+        const std::string_view marker(bytes(c, 8), 8);
+        if ((marker == std::string_view(kMagic, 8) || marker == std::string_view(kRungMagic, 8)) && c >= at + 8 && record_at(c - 8) > 0)
+          return c - 8;
+      }
+      m = c + 1;
+    }
+    return size_;
+  }
+
+ private:
+  static constexpr uint64_t kWindow = 8u << 20;
+  int fd_;
+  uint64_t size_ = 0, base_ = 0;
+  std::vector<char> window_;
+};
+
+}  // namespace
+
+std::vector<std::string> log_files(const std::string& dir) {
   std::vector<std::string> files;
   if (DIR* d = ::opendir(dir.c_str())) {
     while (const dirent* e = ::readdir(d)) {
@@ -269,38 +341,84 @@ LogScan scan_point_logs(const std::string& dir, uint64_t spec_hash) {
     ::closedir(d);
   }
   std::sort(files.begin(), files.end());
-  scan.files = static_cast<int>(files.size());
-  for (const std::string& path : files) {
-    const std::string all = read_all(path);
-    size_t at = 0;
-    while (at < all.size()) {
-      size_t len = record_at(all, at);
-      if (len == 0) {
-        // Damaged or torn: resynchronise on the next record marker that starts an intact record.
-        size_t next = all.size();
-        for (size_t m = all.find("ICL", at + 9, 3); m != std::string::npos; m = all.find("ICL", m + 1, 3))
-          if ((all.compare(m, 8, kMagic) == 0 || all.compare(m, 8, kRungMagic) == 0) && record_at(all, m - 8) > 0) {
-            next = m - 8;
-            break;
-          }
-        scan.problems.push_back(path + ": " + (next == all.size() ? "torn record" : "damaged record") + " at byte " +
-                                std::to_string(at) + " (" + std::to_string(next - at) + " bytes skipped)");
-        at = next;
-        continue;
-      }
-      const std::string record = all.substr(at, len);
-      std::string why;
-      if (record.compare(8, 8, kRungMagic) == 0) {
-        LoggedRung g;
-        if (decode_rung(record, spec_hash, &g, &why)) scan.rungs.push_back(std::move(g));
-      } else {
-        LoggedPoint p;
-        if (decode_point(record, spec_hash, &p, &why)) scan.points.push_back(std::move(p));
-      }
-      if (!why.empty()) scan.problems.push_back(path + ": " + why + " at byte " + std::to_string(at));
-      at += len;
+  return files;
+}
+
+uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_t spec_hash, bool live, const PointVisit& on_point,
+                   const RungVisit& on_rung, std::vector<std::string>* problems) {
+  LogFile log(path);
+  if (!log.readable()) throw io_error("cannot open the point log", path);
+  uint64_t at = from;
+  while (at < log.size()) {
+    const uint64_t len = log.record_at(at);
+    if (len == 0) {   // damaged or torn: resynchronise on the next record marker that starts an intact record
+      const uint64_t next = log.resynchronise(at);
+      if (live && next == log.size()) return at;   // a record being written: read it next time
+      problems->push_back(path + ": " + (next == log.size() ? "torn record" : "damaged record") + " at byte " + std::to_string(at) +
+                          " (" + std::to_string(next - at) + " bytes skipped)");
+      at = next;
+      continue;
+    }
+    const std::string record(log.bytes(at, len), len);
+    const RecordRef ref{file, at, len};
+    std::string why;
+    if (record.compare(8, 8, kRungMagic) == 0) {
+      LoggedRung g;
+      if (decode_rung(record, spec_hash, &g, &why) && on_rung) on_rung(std::move(g), ref);
+    } else {
+      LoggedPoint p;
+      if (decode_point(record, spec_hash, &p, &why) && on_point) on_point(std::move(p), ref);
+    }
+    if (!why.empty()) problems->push_back(path + ": " + why + " at byte " + std::to_string(at));
+    at += len;
+  }
+  return at;
+}
+
+LogStats visit_point_logs(const std::string& dir, uint64_t spec_hash, const PointVisit& on_point, const RungVisit& on_rung) {
+  LogStats stats;
+  stats.paths = log_files(dir);
+  for (size_t file = 0; file < stats.paths.size(); ++file) {
+    try {
+      visit_log(stats.paths[file], static_cast<int32_t>(file), 0, spec_hash, false, on_point, on_rung, &stats.problems);
+    } catch (const IoError& e) {
+      stats.problems.push_back(e.what());
     }
   }
+  return stats;
+}
+
+RecordReader::~RecordReader() {
+  for (const auto& kv : fds_) ::close(kv.second);
+}
+
+std::string RecordReader::read(const std::string& path, const RecordRef& ref) {
+  auto it = fds_.find(path);
+  if (it == fds_.end()) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw io_error("cannot open the point log", path);
+    it = fds_.emplace(path, fd).first;
+  }
+  std::string record(ref.length, '\0');
+  size_t done = 0;
+  while (done < record.size()) {
+    const ssize_t k = ::pread(it->second, record.data() + done, record.size() - done, static_cast<off_t>(ref.offset + done));
+    if (k < 0 && errno == EINTR) continue;
+    if (k <= 0) throw io_error("cannot read a record at byte " + std::to_string(ref.offset) + " of", path);
+    done += static_cast<size_t>(k);
+  }
+  if (record.size() < kFrame || record_at(record, 0) != record.size())
+    throw IoError("the record at byte " + std::to_string(ref.offset) + " of " + path + " changed since it was read");
+  return record;
+}
+
+LogScan scan_point_logs(const std::string& dir, uint64_t spec_hash) {
+  LogScan scan;
+  LogStats stats = visit_point_logs(
+      dir, spec_hash, [&](LoggedPoint&& p, const RecordRef&) { scan.points.push_back(std::move(p)); },
+      [&](LoggedRung&& g, const RecordRef&) { scan.rungs.push_back(std::move(g)); });
+  scan.problems = std::move(stats.problems);
+  scan.files = static_cast<int>(stats.paths.size());
   return scan;
 }
 

@@ -231,31 +231,79 @@ bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* err
   return errors->empty();
 }
 
+namespace {
+
+uint64_t point_seed(const Grid& g, int64_t i) {
+  const uint64_t key = static_cast<uint64_t>(g.seeds_per_replica ? g.replica(i) : i);
+  return rng_key(g.sweep_seed, Stream::init, key) >> 1;   // < 2^63: an int64 column
+}
+
+void set_axis(Point& p, const Axis& a, size_t at) {
+  for (size_t j = 0; j < a.options.size(); ++j) point_set(p, a.options[j], a.values[at][j]);
+}
+
+}  // namespace
+
+std::vector<size_t> Grid::position(int64_t i) const {
+  std::vector<size_t> pos(axes.size());
+  int64_t combination = i / repeats;
+  for (size_t k = axes.size(); k-- > 0;) {   // the last axis fastest
+    const auto size = static_cast<int64_t>(axes[k].values.size());
+    pos[k] = static_cast<size_t>(combination % size);
+    combination /= size;
+  }
+  return pos;
+}
+
+Point Grid::point(int64_t i) const {
+  Point p;
+  const std::vector<size_t> pos = position(i);
+  for (size_t k = 0; k < axes.size(); ++k) set_axis(p, axes[k], pos[k]);
+  p.seed = point_seed(*this, i);
+  return p;
+}
+
+void for_each_point(const Grid& grid, const std::function<void(int64_t, const Point&, const std::vector<size_t>&)>& f) {
+  Point p;
+  std::vector<size_t> pos(grid.axes.size(), 0), changed(grid.axes.size());
+  for (size_t k = 0; k < grid.axes.size(); ++k) {
+    set_axis(p, grid.axes[k], 0);
+    changed[k] = k;
+  }
+  for (int64_t i = 0; i < grid.count; ++i) {
+    if (i > 0 && i % grid.repeats == 0) {   // the next combination: the odometer, last axis fastest
+      changed.clear();
+      for (size_t k = grid.axes.size(); k-- > 0;) {
+        pos[k] = pos[k] + 1 == grid.axes[k].values.size() ? 0 : pos[k] + 1;
+        set_axis(p, grid.axes[k], pos[k]);
+        changed.push_back(k);
+        if (pos[k] != 0) break;
+      }
+    } else if (i > 0) {
+      changed.clear();
+    }
+    p.seed = point_seed(grid, i);
+    f(i, p, changed);
+  }
+}
+
 bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors) {
   *grid = Grid{};
   Summary summary;
   if (!summarise(spec, &summary, errors)) return false;
-  const std::vector<Axis>& all = summary.axes;
-  grid->axes = all;
-
-  // The product, first axis slowest, then replicas.
-  std::vector<size_t> every(all.size());
-  std::iota(every.begin(), every.end(), size_t{0});
-  grid->points.reserve(summary.points);
-  grid->replica.reserve(summary.points);
-  grid->cost.reserve(summary.points);
-  for_each_combination(all, every, [&](Point p, auto) {
-    for (int r = 0; r < spec.repeats; ++r) {
-      const int64_t index = static_cast<int64_t>(grid->points.size());
-      const uint64_t key = static_cast<uint64_t>(spec.seeds_per_replica ? r : index);
-      p.seed = rng_key(spec.sweep_seed, Stream::init, key) >> 1;   // < 2^63: an int64 column
-      grid->points.push_back(p);
-      grid->replica.push_back(r);
-      grid->cost.push_back(estimate_seconds(p));
-    }
-    return true;
+  grid->axes = summary.axes;
+  grid->repeats = spec.repeats;
+  grid->sweep_seed = spec.sweep_seed;
+  grid->seeds_per_replica = spec.seeds_per_replica;
+  grid->count = summary.points;
+  // Costs: one estimate per combination, shared by its replicas (the seed does not enter it).
+  grid->cost.resize(static_cast<size_t>(grid->count));
+  double last = 0;
+  for_each_point(*grid, [&](int64_t i, const Point& p, const std::vector<size_t>&) {
+    if (i % spec.repeats == 0) last = estimate_seconds(p);
+    grid->cost[static_cast<size_t>(i)] = last;
   });
-  grid->order.resize(grid->points.size());
+  grid->order.resize(grid->cost.size());
   std::iota(grid->order.begin(), grid->order.end(), 0);
   std::stable_sort(grid->order.begin(), grid->order.end(),
                    [&](int64_t a, int64_t b) { return grid->cost[a] > grid->cost[b]; });

@@ -31,20 +31,15 @@ std::string listed(const std::vector<int64_t>& v) {
 
 Conditions conditions(const Spec& spec, const Grid& grid) {
   Conditions c;
-  c.of_point.resize(grid.points.size());
+  c.of_point.resize(static_cast<size_t>(grid.size()));
   std::map<std::vector<int64_t>, int64_t> id;
-  std::vector<int64_t> pos(grid.axes.size()), key;
-  for (size_t i = 0; i < grid.points.size(); ++i) {
-    int64_t combination = static_cast<int64_t>(i) / spec.repeats;
-    for (size_t k = grid.axes.size(); k-- > 0;) {   // the last axis fastest
-      const int64_t size = static_cast<int64_t>(grid.axes[k].values.size());
-      pos[k] = combination % size;
-      combination /= size;
-    }
+  std::vector<int64_t> key;
+  for (int64_t i = 0; i < grid.size(); ++i) {
+    const std::vector<size_t> at = grid.position(i);
     key.clear();
     for (size_t k = 0; k < grid.axes.size(); ++k)
-      if (!searched(spec.halving, grid.axes[k])) key.push_back(pos[k]);
-    if (!searched_replica(spec.halving)) key.push_back(grid.replica[i]);
+      if (!searched(spec.halving, grid.axes[k])) key.push_back(static_cast<int64_t>(at[k]));
+    if (!searched_replica(spec.halving)) key.push_back(grid.replica(i));
     const auto [it, fresh] = id.emplace(key, static_cast<int64_t>(c.members.size()));
     if (fresh) c.members.emplace_back();
     c.of_point[i] = it->second;
@@ -63,7 +58,8 @@ bool check_halving(const Spec& spec, const Grid& grid, std::vector<std::string>*
       errors->push_back("'search' = '" + name + "': must name axes of the sweep: options the spec lists (e.g. lr), or replica");
   }
   const std::string rungs = "'rungs' = '" + listed(h.rungs) + "'";
-  for (const Point& p : grid.points) {
+  for (int64_t i = 0; i < grid.size(); i += grid.repeats) {   // replicas differ only in their seed
+    const Point p = grid.point(i);
     std::string why;
     if (h.rungs.back() >= p.steps)
       why = rungs + ": every rung must be below the point's steps (" + std::to_string(p.steps) + "): the last leg trains to the end";
@@ -100,8 +96,9 @@ double planned_fraction(const Spec& spec, const Grid& grid) {
     double per_step = 0, steps = 0;
     for (int64_t i : members) {
       full += grid.cost[i];
-      per_step += grid.cost[i] / grid.points[i].steps / members.size();
-      steps += static_cast<double>(grid.points[i].steps) / members.size();
+      const double point_steps = static_cast<double>(grid.point(i).steps);
+      per_step += grid.cost[i] / point_steps / members.size();
+      steps += point_steps / members.size();
     }
     double n = static_cast<double>(members.size()), legs = n * s[0];
     for (size_t r = 0; r < s.size(); ++r) {
@@ -115,10 +112,10 @@ double planned_fraction(const Spec& spec, const Grid& grid) {
 
 double spent_fraction(const Grid& grid, const std::vector<Result>& results) {
   double full = 0, spent = 0;
-  for (size_t i = 0; i < grid.points.size(); ++i) {
+  for (size_t i = 0; i < grid.cost.size(); ++i) {
     full += grid.cost[i];
     if (i < results.size() && results[i].steps_done > 0)
-      spent += grid.cost[i] * results[i].steps_done / grid.points[i].steps;
+      spent += grid.cost[i] * results[i].steps_done / grid.point(static_cast<int64_t>(i)).steps;
   }
   return full > 0 ? spent / full : 0.0;
 }
@@ -137,8 +134,8 @@ Result pruned_result(const HalvingSpec& h, const Checkpoint& c, const Pruned& p,
 }
 
 Halving::Halving(const Spec& spec, const Grid& grid)
-    : h_(spec.halving), cond_(conditions(spec, grid)), rung_step_(spec.halving.rungs), position_(grid.points.size()) {
-  const size_t P = grid.points.size(), R = rung_step_.size();
+    : h_(spec.halving), cond_(conditions(spec, grid)), rung_step_(spec.halving.rungs), position_(static_cast<size_t>(grid.size())) {
+  const size_t P = static_cast<size_t>(grid.size()), R = rung_step_.size();
   for (size_t k = 0; k < grid.order.size(); ++k) position_[grid.order[k]] = static_cast<int64_t>(k);
   known_.assign(P * R, 0);
   metric_.assign(P * R, 0.0);

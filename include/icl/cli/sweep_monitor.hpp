@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <thread>
 
 #include "icl/cli/sweep_output.hpp"
@@ -16,31 +17,30 @@ namespace icl::cli {
 class Progress {
  public:
   using Clock = std::chrono::steady_clock;
-  Progress(size_t total, int done_before, Clock::time_point start)
+  Progress(int64_t total, int64_t done_before, Clock::time_point start)
       : total_(total), done_before_(done_before), start_(start) {}
-  void print(int done, Clock::time_point tick) const;
+  void print(int64_t done, Clock::time_point tick) const;
 
  private:
-  size_t total_;
-  int done_before_;
+  int64_t total_;
+  int64_t done_before_;
   Clock::time_point start_;
 };
 
 class SweepMonitor {
  public:
   // Starts the thread unless both periods are 0 (= never); `done_before` points finished in earlier runs.
-  SweepMonitor(const SweepOutput& output, bool retry_failed, const io::Attributes& extra, int done_before,
-               double progress_every, double merge_every);
+  SweepMonitor(const SweepOutput& output, const io::Attributes& extra, int64_t done_before, double progress_every,
+               double merge_every);
   ~SweepMonitor() { stop(); }
   SweepMonitor(const SweepMonitor&) = delete;
   SweepMonitor& operator=(const SweepMonitor&) = delete;
   void stop();   // ends and joins the thread
 
  private:
-  void run(int done_before);
+  void run(int64_t done_before);
 
   const SweepOutput& output_;
-  const bool retry_failed_;
   const io::Attributes extra_;
   const double progress_every_, merge_every_;
   std::atomic<bool> over_{false};

@@ -1,18 +1,25 @@
 #pragma once
-// OUT.h5 and OUT.h5.points/ of one sweep: everything the driver, `status` and `verify` do with them.
+// OUT.h5 and OUT.h5.points/ of one sweep: everything the driver, `status`, `verify` and `merge` do with them.
 //   lock       an exclusive flock on the OUT.h5.points/ directory itself (deleting a lock file cannot
 //              let a second run in); `status` probes it to tell a running sweep from a dead one
-//   results    the per-rank point logs, plus OUT.h5's own intact finished rows (a resume after the logs
-//              were deleted starts from them: they are copied into a log of their own first)
-//   merge      logs -> OUT.h5, written to a temporary file and renamed (stale temporaries are removed
-//              under the lock)
+//   index      the best record of every point in the per-rank logs, kept up to date incrementally (each
+//              update reads only what the logs gained): 24 bytes a point
+//   results    the logs, plus OUT.h5's own intact finished rows (a resume after the logs were deleted
+//              starts from them: they are copied into a log of their own first, each with its build)
+//   merge      index -> OUT.h5 in one linear pass, written to a temporary file of a name only a merge
+//              makes and renamed; the rows are read from the logs as they are written
 // Error tiers: refusals return kExitUsage with a message; I/O failures throw io::IoError, except in the
 // driver's steps (begin, merge_live, end), which report them and return kExitFailure or false.
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "icl/core/result.hpp"
+#include "icl/io/point_log.hpp"
 #include "icl/io/results.hpp"
 #include "icl/sweep/grid.hpp"
 
@@ -22,6 +29,53 @@ struct OutputOptions {
   bool resume = false, force = false;
   bool retry_failed = false;          // recompute failed points (and failed analyses) on resume
   bool allow_mixed_builds = false;    // accept records computed by another build of icl-sweep
+  bool repair = false;                // verify --repair: rebuild OUT.h5 even if its attributes are damaged
+};
+
+// Lower is better: the record a point keeps when it has several (a retried failure, a duplicate).
+int record_rank(const Result& r);
+// Whether a record needs no more work (failed points and analyses do, under retry_failed).
+bool finished(const Result& r, bool retry_failed);
+
+// The best record of every point in a sweep's logs.
+class LogIndex {
+ public:
+  LogIndex(std::string dir, uint64_t hash, int64_t points, bool retry_failed);
+  // Reads what the logs gained since the last call.  Live (`final` false): a record still being written
+  // at a log's end is waited for, not counted as damage.  Throws IoError if a log seen before vanished.
+  void update(bool final);
+  int64_t done() const { return done_; }                       // points that need no more work
+  bool has(int64_t i) const { return best_[i].rank < kNone; }
+  bool is_finished(int64_t i) const { return best_[i].finished; }
+  // The best record of point i (has(i) must hold), with the build that computed it.
+  io::LoggedPoint record(int64_t i) const;
+  const std::set<std::string>& builds() const { return builds_; }
+  const std::vector<std::string>& problems() const { return problems_; }
+  int64_t records() const { return records_; }
+  int64_t duplicates() const { return duplicates_; }
+  double first_finish() const { return first_; }
+  double last_finish() const { return last_; }
+
+ private:
+  static constexpr uint8_t kNone = 255;
+  struct Best {
+    int32_t file = -1;
+    uint8_t rank = kNone;
+    bool finished = false;
+    uint64_t offset = 0, length = 0;
+  };
+  std::string dir_;
+  uint64_t hash_;
+  bool retry_failed_;
+  std::vector<Best> best_;
+  std::vector<std::string> paths_;              // by file id
+  std::map<std::string, int32_t> ids_;
+  std::vector<uint64_t> scanned_;   // bytes of each log read so far
+  std::set<std::string> builds_;
+  std::vector<std::string> problems_;
+  int64_t done_ = 0, records_ = 0, duplicates_ = 0;
+  double first_ = 1e300, last_ = 0;
+  mutable io::RecordReader reader_;
 };
 
 class SweepOutput {
@@ -31,47 +85,52 @@ class SweepOutput {
   SweepOutput(const SweepOutput&) = delete;
   SweepOutput& operator=(const SweepOutput&) = delete;
 
-  // Rank 0, before any work: refuse (kExitUsage, message printed) or take the lock, clean stale
-  // temporaries, check the spec and builds of what is there, import OUT.h5's finished rows into the logs.
-  int prepare(const OutputOptions& opt);
-  // The best record of every point so far (ok over diverged over failed; first wins a tie); `done`
-  // counts points that need no more work under `retry_failed`.
-  std::vector<Result> gather(bool retry_failed, int* done, std::vector<std::string>* problems = nullptr) const;
-  // Writes OUT.h5 from `results` with sweep_state `state`.
-  void write(const std::vector<Result>& results, const std::string& state, const io::Attributes& extra) const;
+  // Rank 0, before any work: refuse (kExitUsage, message printed) or take the lock, remove this sweep's
+  // stale temporaries, check the identity and builds of what is there, import OUT.h5's finished rows
+  // into the logs.  `wait_lock`: wait for the lock (a merge after a stop) instead of refusing.
+  int prepare(const OutputOptions& opt, bool wait_lock = false);
+  // Brings the index up to date (see LogIndex::update) and returns it.
+  const LogIndex& index(bool final) const;
+  // Writes OUT.h5 from the index with sweep_state `state`.
+  void write(const std::string& state, const io::Attributes& extra) const;
 
   // The driver's steps on rank 0 (run_cmd.cpp), each reporting its own failures:
   // begin: prepare, then the first merge (sweep_state "running"); `finished_before[i]` = 1 for the
   //   points earlier runs finished (the vector has one entry per point), `done` counts them.
   //   Returns 0, kExitUsage (refused) or kExitFailure (I/O error).
-  int begin(const OutputOptions& opt, const io::Attributes& extra, std::vector<uint8_t>* finished_before, int* done);
+  int begin(const OutputOptions& opt, const io::Attributes& extra, std::vector<uint8_t>* finished_before, int64_t* done);
   // A merge while the sweep runs; false (a warning printed) on an I/O error: the logs keep every result.
-  bool merge_live(const std::vector<Result>& so_far, const io::Attributes& extra) const;
-  // The final merge (sweep_state "complete" or "incomplete", with ended_utc) of `results` = gather().
-  // Returns 0 or kExitFailure (I/O error: the logs keep every result, --resume writes them).
-  int end(bool retry_failed, const io::Attributes& extra, std::vector<Result>* results, int* done) const;
+  bool merge_live(const io::Attributes& extra) const;
+  // The final merge (sweep_state "complete" or "incomplete", with ended_utc).  Returns 0 or
+  // kExitFailure (I/O error: the logs keep every result, --resume writes them).
+  int end(const io::Attributes& extra, int64_t* done) const;
 
   const std::string& dir() const { return dir_; }
-  size_t points() const { return grid_.points.size(); }
+  const std::string& out() const { return out_; }
+  int64_t points() const { return grid_.size(); }
+  const sweep::Grid& grid() const { return grid_; }
   uint64_t hash() const { return hash_; }
   std::string hash_text() const;
+  bool retry_failed() const { return retry_failed_; }
 
  private:
-  bool lock();   // the exclusive flock on dir_ (retried briefly: `status` probes it)
-  // --resume: OUT.h5's spec and build must be ours; its intact finished rows go to `rows`.
-  int read_resumed(const OutputOptions& opt, std::vector<Result>* rows) const;
-  // --resume: the logs' builds must be ours; `rows` missing from the logs are appended to a log.
-  int import_rows(const OutputOptions& opt, const std::vector<Result>& rows) const;
+  bool lock(bool wait);   // the exclusive flock on dir_ (retried briefly: `status` probes it)
+  // --resume: OUT.h5's identity (format, attributes, spec, builds) must be ours; refusals print why.
+  int check_identity(const OutputOptions& opt, io::Verification* v) const;
+  // --resume: OUT.h5's intact finished rows that the logs lack go to a log of their own.
+  void import_rows(const io::Verification& v) const;
+  std::string temporary() const;
 
   std::string out_, dir_, spec_text_;
   const sweep::Grid& grid_;
   uint64_t hash_;
+  bool retry_failed_ = false;
   int lock_fd_ = -1;
+  mutable std::mutex mu_;          // the index is updated by the monitor thread and the main thread
+  mutable std::unique_ptr<LogIndex> index_;
 };
 
 // True if a sweep process holds the lock on `dir` now.
 bool sweep_running(const std::string& dir);
-// Whether a record needs no more work (failed points and analyses do, under retry_failed).
-bool finished(const Result& r, bool retry_failed);
 
 }  // namespace icl::cli

@@ -56,6 +56,8 @@ class File : public Object {
   static File create_truncate(const std::string& path);
   // Opens an existing file read-only.
   static File open_read(const std::string& path);
+  // Opens an existing file for writing in place (tests that damage files; results are never written so).
+  static File open_write(const std::string& path);
 
   // Closes now and throws on failure (the destructor swallows close errors).
   void close();
@@ -66,15 +68,43 @@ class File : public Object {
   std::string path_;
 };
 
-// Element type of a stored dataset (dataset_type).
-enum class Type { f64, f32, i64, str };
+// Element type of a stored dataset (dataset_type): str is a variable-length string, text a fixed-length one.
+enum class Type { f64, f32, i64, str, text };
 
 // --- Objects and groups ---------------------------------------------------
 
 // True if every component of `path` exists (non-final ones as groups); never throws for missing.
 bool exists(const File& f, const std::string& path);
-// Names of the children of group `group_path`, sorted by name.
+// Names of the children of group `group_path`, sorted by name (one pass over the group's name index).
 std::vector<std::string> list(const File& f, const std::string& group_path);
+
+// --- Datasets of rows, written and read in blocks -------------------------------------
+// rows x width elements (width 0: one-dimensional), chunked along the rows, every chunk with HDF5's
+// Fletcher32 checksum (a damaged chunk fails to read here, in h5py, anywhere) and compressed (shuffle,
+// deflate 1). Element types: f64, i64 (little-endian) or text (fixed-length, `text_bytes` each,
+// NUL-padded UTF-8); data are row-major in that stored form, so a row's bytes are what the file holds.
+class Rows : public Object {
+ public:
+  static Rows create(File& f, const std::string& path, Type type, uint64_t rows, uint64_t width, uint64_t text_bytes = 0);
+  static Rows open(const File& f, const std::string& path);
+  void write(uint64_t first, uint64_t n, const void* data);
+  void read(uint64_t first, uint64_t n, void* data) const;
+  uint64_t rows() const { return rows_; }
+  uint64_t width() const { return width_; }   // 0 for a one-dimensional dataset
+  uint64_t row_bytes() const { return row_bytes_; }
+  Type type() const { return type_; }
+  const std::string& path() const { return path_; }
+  const std::string& where() const { return where_; }   // file and path, for messages
+
+ private:
+  Rows(int64_t id, std::string path, std::string where) : Object(id), path_(std::move(path)), where_(std::move(where)) {}
+  void describe();   // rows_, width_, row_bytes_, type_ from the stored dataset
+  std::string path_, where_;
+  uint64_t rows_ = 0, width_ = 0, row_bytes_ = 0;
+  Type type_ = Type::f64;
+  int64_t mem_type_ = -1;   // owned by mem_type_owner_
+  Object mem_type_owner_;
+};
 
 // --- Whole datasets (created with missing parent groups; throw if `path` exists) ---
 // `dims` defaults to {v.size()}, must multiply to v.size(); data is row-major.

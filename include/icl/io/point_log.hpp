@@ -11,6 +11,8 @@
 // on the next record marker, so one damaged length field loses one record, not the rest of the log.
 // No file is created per point (cheap on local disks and on cluster metadata servers alike).
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -29,7 +31,9 @@ class PointLog {
   void append(int64_t index, uint64_t spec_hash, const Result& r);
   // A rung record made by encode_rung (the bytes a driver also sends to the scheduler).
   void append_record(const std::string& record);
-  void sync();   // fdatasync: survives a node crash; throws IoError
+  // fdatasync: survives a node crash.  Throws IoError, also when the log was deleted meanwhile (a
+  // vanished OUT.h5.points/ is an I/O error, not a quiet loss).
+  void sync();
   const std::string& path() const { return path_; }
 
  private:
@@ -60,8 +64,43 @@ struct LogScan {
   int files = 0;
 };
 
-// Reads every *.log in `dir` (a missing directory is an empty scan).
+// Reads every *.log in `dir` (a missing directory is an empty scan), holding every record in memory:
+// for tests and small scans; sweeps use visit_point_logs.
 LogScan scan_point_logs(const std::string& dir, uint64_t spec_hash);
+
+// Where a record is: the file (an index into LogStats::paths), its offset and length.
+struct RecordRef {
+  int32_t file = -1;
+  uint64_t offset = 0, length = 0;
+};
+struct LogStats {
+  std::vector<std::string> paths;      // the *.log files, sorted by name
+  std::vector<std::string> problems;   // torn or damaged records, records of other specs
+};
+using PointVisit = std::function<void(LoggedPoint&& p, const RecordRef& where)>;
+using RungVisit = std::function<void(LoggedRung&& g, const RecordRef& where)>;
+// Visits every intact record of this spec in every *.log of `dir`, file by file, each in file order,
+// reading through a window: time linear in the records, memory independent of them.
+LogStats visit_point_logs(const std::string& dir, uint64_t spec_hash, const PointVisit& on_point, const RungVisit& on_rung = {});
+// One log from byte `from` on, as visit_point_logs; returns where it stopped (its end, or in `live` mode
+// the start of a record still being written).  Throws IoError if the log cannot be opened.
+uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_t spec_hash, bool live, const PointVisit& on_point,
+                   const RungVisit& on_rung, std::vector<std::string>* problems);
+// The *.log files of `dir`, sorted by name.
+std::vector<std::string> log_files(const std::string& dir);
+// Reads single records by where they are, keeping the logs open: exactly the record's bytes, checked.
+class RecordReader {
+ public:
+  RecordReader() = default;
+  ~RecordReader();
+  RecordReader(const RecordReader&) = delete;
+  RecordReader& operator=(const RecordReader&) = delete;
+  // Throws IoError if the record is no longer there, intact.
+  std::string read(const std::string& path, const RecordRef& where);
+
+ private:
+  std::map<std::string, int> fds_;
+};
 
 // The identity of this binary, as stored in every record.
 std::string build_identity();

@@ -10,6 +10,7 @@
 //   - a grid has at most kMaxPoints points (counted without overflow), and no point may need more memory
 //     than spec.max_point_bytes (memory.hpp's estimate).
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -55,13 +56,28 @@ struct Axis {
   std::vector<std::vector<std::string>> values;    // values[k][j]: option j at position k
 };
 
+// The points are never materialised: point(i) builds point i from the axes (mixed radix, first axis
+// slowest, then the replica), so a grid costs 16 bytes a point (its cost and its place in the order).
 struct Grid {
   std::vector<Axis> axes;
-  std::vector<Point> points;      // index order
-  std::vector<int> replica;       // per point
-  std::vector<double> cost;       // estimated seconds on one core
+  int repeats = 1;
+  uint64_t sweep_seed = 0;
+  bool seeds_per_replica = false;
+  int64_t count = 0;              // points
+  std::vector<double> cost;       // estimated seconds on one core, per point
   std::vector<int64_t> order;     // point indices, longest first (ties by index)
+
+  int64_t size() const { return count; }
+  Point point(int64_t i) const;
+  int replica(int64_t i) const { return static_cast<int>(i % repeats); }
+  // Point i's position on every axis.
+  std::vector<size_t> position(int64_t i) const;
 };
+
+// Visits every point of `grid` in index order as f(index, point, changed), building each from the
+// previous one: `changed` lists the axes whose value differs from the previous point's (all at 0).
+// Linear in the points, whatever their number.
+void for_each_point(const Grid& grid, const std::function<void(int64_t, const Point&, const std::vector<size_t>&)>& f);
 
 // What --dry-run shows, computed without materialising the points: every value and every distinct
 // combination of the options that enter a rule, the cost or the memory estimate is checked (the other

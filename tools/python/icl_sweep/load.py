@@ -7,11 +7,15 @@
 
 Every loss is plain MSE (not halved), as the file's `loss_convention` attribute says.
 """
+import warnings
+
 import numpy as np
 import h5py
 
+from . import integrity
+
 # Bookkeeping columns of /points that are not options of the grid.
-POINT_META = ("status", "message", "replica", "seed", "analysis_status", "analysis_message", "row_digest")
+POINT_META = ("status", "message", "replica", "seed", "analysis_status", "analysis_message", "row_digest", "build")
 
 
 def _column(dataset):
@@ -27,11 +31,13 @@ def _text(value):
 
 class Sweep:
     """One result file, read once: attributes, /points, /metrics, /layers, /curves; /analysis series and
-    /weights are read on demand."""
+    /weights are read on demand.  Every row's digest is checked (verify=True): a damaged row is reported
+    (a warning naming it, `damaged`), gets status "damaged" and NaN metrics, never other values."""
 
-    def __init__(self, path):
+    def __init__(self, path, verify=True):
         self.path = str(path)
         with h5py.File(self.path, "r") as f:
+            self.damaged = integrity.damaged_rows(f) if verify else np.array([], dtype=np.int64)
             if f.attrs.get("format") != "icl-sweep results":
                 raise ValueError(f"{self.path}: not an icl-sweep results file (attribute 'format' is "
                                  f"{f.attrs.get('format')!r})")
@@ -46,6 +52,15 @@ class Sweep:
             self.analysis_names = sorted(f["analysis"].keys()) if "analysis" in f else []
         self._analysis = {}
         self.size = len(self.points["status"])
+        if len(self.damaged):
+            shown = ", ".join(str(i) for i in self.damaged[:20]) + (" ..." if len(self.damaged) > 20 else "")
+            warnings.warn(f"{self.path}: {len(self.damaged)} row(s) damaged (their digests do not match): {shown}; "
+                          f"their metrics read as NaN; icl-sweep verify --repair recovers them from the logs")
+            self.points["status"] = self.points["status"].astype(object)
+            self.points["status"][self.damaged] = "damaged"
+            self.points["status"] = self.points["status"].astype(str)
+            for v in list(self.metrics.values()) + [self.layer_loss] + [c for k, c in self.curves.items() if k != "step"]:
+                v[self.damaged] = np.nan
 
     def option_order(self):
         """Options in the order the spec lists them (the grid's order: first slowest), then the rest."""
@@ -72,13 +87,27 @@ class Sweep:
         return self._analysis[name]
 
     def weights(self, i):
-        """Learned weights of point i: dict with theta (#params,), P and Q (L, H, d+1, d+1); None if the
-        point did not finish."""
+        """Learned weights of point i: dict with theta (#params,), P and Q (L, H, d+1, d+1) for arch = lsa,
+        and `views` for a transformer; None if the point learned nothing (or its row is damaged)."""
+        if i in self.damaged:
+            return None
         with h5py.File(self.path, "r") as f:
-            key = f"weights/{i}"
-            if key not in f:
+            if "weights/theta_index" not in f:   # format 1: a group per point
+                key = f"weights/{i}"
+                return {k: v[:] for k, v in f[key].items()} if key in f else None
+            start, count = (int(x) for x in f["weights/theta_index"][i])
+            if count == 0:
                 return None
-            return {k: v[:] for k, v in f[key].items()}
+            out = {"theta": f["weights/theta"][start:start + count]}
+            p_start, p_count = (int(x) for x in f["weights/pq_index"][i])
+            if p_count:
+                shape = (int(self.points["layers"][i]), int(self.points["heads"][i]), int(self.points["d"][i]) + 1, -1)
+                out["P"] = f["weights/P"][p_start:p_start + p_count].reshape(shape)
+                out["Q"] = f["weights/Q"][p_start:p_start + p_count].reshape(shape)
+            views = _text(f["weights/views"][i])
+            if views:
+                out["views"] = views
+            return out
 
     def table(self):
         """Points x (options, status, replica, seed, metrics) as a dict of equal-length 1-D arrays."""
@@ -88,16 +117,16 @@ class Sweep:
         return out
 
 
-def open_sweep(path):
-    return Sweep(path)
+def open_sweep(path, verify=True):
+    return Sweep(path, verify)
 
 
-def load(path, frame=None):
+def load(path, frame=None, verify=True):
     """Points x metrics of a sweep file in one call.
 
     frame=None: a pandas DataFrame if pandas can be imported, else a dict of 1-D numpy arrays;
     frame=True: a DataFrame (ImportError without pandas); frame=False: always the dict."""
-    table = Sweep(path).table()
+    table = Sweep(path, verify).table()
     if frame is False:
         return table
     try:
