@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -57,6 +59,18 @@ void report_io_error(const io::IoError& e) {
                par::rank(), e.what());
 }
 
+// Test hook (ICL_SWEEP_KILL_AFTER=k): the process kills itself with SIGKILL (no handler, nothing flushed
+// beyond what write() handed the kernel) right after it stored its k-th record, rung records and pruned
+// points included, so a test can cut a sweep at every record boundary.
+void stored_a_record() {
+  static const long long after = [] {
+    const char* v = std::getenv("ICL_SWEEP_KILL_AFTER");
+    return v ? std::atoll(v) : 0LL;
+  }();
+  static std::atomic<long long> stored{0};
+  if (after > 0 && ++stored >= after) ::raise(SIGKILL);
+}
+
 // A log synced at most once a second (a node crash loses at most about a second of results).
 struct SyncedLog {
   io::PointLog log;
@@ -64,6 +78,7 @@ struct SyncedLog {
   explicit SyncedLog(const std::string& dir) : log(dir) {}
   void append(const std::string& record) {
     log.append_record(record);
+    stored_a_record();
     if (Clock::now() - last > std::chrono::seconds(1)) {
       log.sync();
       last = Clock::now();
@@ -220,6 +235,7 @@ class Dispatcher {
       const Result r = sweep::pruned_result(h_, g.checkpoint, p, halving_.rung_step(p.rung));
       try {
         log_.append(p.point, output_.hash(), r);
+        stored_a_record();
         wrote = true;
       } catch (const io::IoError& e) {
         report_io_error(e);
