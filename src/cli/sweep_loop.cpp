@@ -152,23 +152,25 @@ class Dispatcher {
   Dispatcher(const sweep::Spec& spec, const sweep::Grid& grid, const SweepOutput& output, const std::atomic<bool>& stop)
       : h_(spec.halving), grid_(grid), output_(output), stop_(stop), halving_(spec, grid), log_(output.dir()) {}
 
-  // The logs of earlier runs: finished points and rung records; then the decisions they allow.
+  // The logs of earlier runs: finished points and rung records, all taken in before the decisions they
+  // allow (sweep::Halving::restore: a decision taken halfway would depend on the order they are read in).
   void restore() {
     std::lock_guard<std::mutex> lock(mu_);
     const io::LogScan scan = io::scan_point_logs(output_.dir(), output_.hash());
-    // Finished points first: a point pruned before the kill is never pruned (and recorded) twice.
+    std::vector<sweep::Logged> records;
     for (const io::LoggedPoint& p : scan.points)
       if (p.index >= 0 && p.index < static_cast<int64_t>(grid_.points.size()) && finished(p.result, false))
-        halving_.finished(p.index, p.result);
+        records.push_back({p.index, -1, &p.result});
     for (const io::LoggedRung& g : scan.rungs) {
       if (g.index < 0 || g.index >= static_cast<int64_t>(grid_.points.size()) || g.rung < 0 || g.rung >= halving_.rungs() ||
           g.build != io::build_identity())   // another build's checkpoint: trained again, not mixed in
         continue;
-      halving_.reached(g.index, g.rung, g.checkpoint.run);
+      records.push_back({g.index, g.rung, &g.checkpoint.run});
       auto& held = held_[g.index];
       if (held.second.empty() || held.first <= g.rung)
         held = {g.rung, io::encode_rung(g.index, g.rung, output_.hash(), g.finished_unix, g.checkpoint, g.build)};
     }
+    halving_.restore(records);
     record_pruned();
   }
 
