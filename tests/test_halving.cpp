@@ -2,7 +2,8 @@
 // points that differ only in searched axes; decisions keep the best floor(n / reduction) (at least one)
 // by the rung metric, a point that diverged before a rung ranks last; the outcome is the same for any
 // arrival order and any number of legs in flight (ranks); a fresh scheduler fed a killed run's records
-// in any order replays the same decisions and hands out exactly the work that is left.
+// in any order replays the same decisions and hands out exactly the work that is left, for a kill after
+// any record and several survivors of the last rung (issue 28, 2.1).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -90,6 +91,75 @@ Grid grid_of(const Spec& s) {
   std::vector<std::string> errors;
   EXPECT_TRUE(expand(s, &g, &errors)) << (errors.empty() ? "" : errors[0]);
   return g;
+}
+
+// reduction 2 over 4 rates x 3 replicas = 12 candidates per depth, rungs 100 300: 12 -> 6 -> 3, so a
+// resume has several survivors of the last rung to rank with the points already pruned there.
+Spec survivors_spec() {
+  Spec s = halving_spec({"replica", "lr"}, 2);
+  s.entries[1].values = {"1e-3", "3e-3", "1e-2", "3e-2"};
+  s.text = canonical_text(s);
+  return s;
+}
+
+// The run a leg that ends at rung `until` (rungs(): the end) records: `diverges` diverges at step 150,
+// `fails` fails on its leg after rung 0 (a failed record carries no curves: its metric at rung 0 is in its
+// rung record only).
+Trained fake_leg(const Halving& h, const Grid& g, int64_t p, int until, int64_t diverges, int64_t fails) {
+  if (p == fails && until == 1) {
+    Trained t;
+    t.status = Status::failed;
+    t.steps_done = -1;
+    return t;
+  }
+  return fake_run(p, until == h.rungs() ? g.point(p).steps : h.rung_step(until), diverges);
+}
+
+// A fresh scheduler fed `records` (a killed run's logs) the way the driver's restore does.
+void replay(Halving& h, const Grid& g, const std::vector<std::pair<bool, std::pair<int64_t, int>>>& records, int64_t diverges,
+            int64_t fails) {
+  std::vector<Trained> runs;
+  runs.reserve(records.size());
+  std::vector<Logged> logged;
+  for (const auto& [is_final, what] : records) {
+    const auto [p, r] = what;
+    if (is_final && r < 0) runs.push_back(fake_run(p, h.rung_step(-1 - r), diverges));   // pruned at rung -1 - r
+    else runs.push_back(fake_leg(h, g, p, r, diverges, fails));
+    logged.push_back({p, is_final ? -1 : r, &runs.back()});
+  }
+  h.restore(logged);
+}
+
+// Like simulate(), with `fails` (fake_leg) and the records kept in the order they were stored.
+Outcome simulate_legs(Halving& h, const Grid& g, int ranks, uint32_t seed, int64_t diverges, int64_t fails) {
+  Outcome o;
+  std::mt19937 rng(seed);
+  std::vector<Assignment> flying;
+  for (;;) {
+    while (static_cast<int>(flying.size()) < ranks)
+      if (auto a = h.next()) flying.push_back(*a);
+      else break;
+    if (flying.empty()) break;
+    const size_t k = rng() % flying.size();
+    const Assignment a = flying[k];
+    flying.erase(flying.begin() + k);
+    ++o.legs;
+    const Trained run = fake_leg(h, g, a.point, a.until, diverges, fails);
+    if (a.until == h.rungs() || run.status != Status::ok) {
+      o.completed.insert(a.point);
+      o.records.push_back({true, {a.point, a.until}});
+      h.finished(a.point, run);
+    } else {
+      o.records.push_back({false, {a.point, a.until}});
+      h.reached(a.point, a.until, run);
+    }
+    for (const Pruned& p : h.take_pruned()) {
+      o.pruned_at[p.point] = p.rung;
+      o.records.push_back({true, {p.point, -1 - p.rung}});
+      h.finished(p.point, fake_run(p.point, h.rung_step(p.rung), diverges));
+    }
+  }
+  return o;
 }
 
 TEST(Halving, ConditionsGroupWhatIsNotSearched) {
@@ -197,12 +267,7 @@ TEST(Halving, AResumedSchedulerReplaysTheDecisionsFromTheRecords) {
     std::vector<std::pair<bool, std::pair<int64_t, int>>> records = part.records;
     std::shuffle(records.begin(), records.end(), std::mt19937(kill_after));
     Halving resumed(s, g);
-    for (const auto& [is_final, what] : records) {
-      const auto [p, r] = what;
-      if (!is_final) resumed.reached(p, r, fake_run(p, resumed.rung_step(r), -1));
-      else if (r < 0) resumed.finished(p, fake_run(p, resumed.rung_step(-1 - r), -1));
-      else resumed.finished(p, fake_run(p, g.point(p).steps, -1));
-    }
+    replay(resumed, g, records, -1, -1);
     resumed.take_pruned();   // decisions the killed run had not recorded yet: the driver writes them now
     Outcome rest = simulate(resumed, g, 3, 99);
     EXPECT_TRUE(resumed.all_finished());
@@ -210,6 +275,60 @@ TEST(Halving, AResumedSchedulerReplaysTheDecisionsFromTheRecords) {
     completed.insert(rest.completed.begin(), rest.completed.end());
     EXPECT_EQ(completed, straight.completed) << "killed after " << kill_after << " legs";
     EXPECT_EQ(part.legs + rest.legs, straight.legs) << "killed after " << kill_after << " legs: no leg trained twice";
+  }
+}
+
+// The best point of condition c at rung 0 of survivors_spec().
+int64_t best_at_first_rung(int64_t c) {
+  int64_t best = c * 12;
+  for (int64_t i = c * 12; i < c * 12 + 12; ++i)
+    if (fake_metric(i, 100) < fake_metric(best, 100)) best = i;
+  return best;
+}
+
+// Issue 28, 2.1: a run killed after any record and resumed ends with the same statuses as the run that
+// was never killed: the points pruned at a rung before the kill still count among the n ranked there
+// (three survivors of the last rung per condition), no point is pruned twice, no leg trained twice.  With
+// and without a point that diverges between the rungs and one that fails after its first rung.
+TEST(Halving, AResumeAfterEveryRecordEndsAsTheUninterruptedRun) {
+  const Spec s = survivors_spec();
+  const Grid g = grid_of(s);
+  ASSERT_EQ(g.size(), 24);
+  const std::vector<std::pair<int64_t, int64_t>> faults = {{-1, -1}, {best_at_first_rung(1), best_at_first_rung(0)}};
+  for (const auto& [diverges, fails] : faults) {
+    Halving whole(s, g);
+    const Outcome straight = simulate_legs(whole, g, 2, 7, diverges, fails);
+    ASSERT_TRUE(whole.all_finished());
+    ASSERT_EQ(straight.completed.size(), 2u * 3 + (fails >= 0) + (diverges >= 0));
+    for (size_t k = 0; k <= 2 * straight.records.size() + 1; ++k) {   // each cut in the stored order, then shuffled
+      const size_t cut = k % (straight.records.size() + 1);
+      std::vector<std::pair<bool, std::pair<int64_t, int>>> kept(straight.records.begin(), straight.records.begin() + cut);
+      if (k != cut) std::shuffle(kept.begin(), kept.end(), std::mt19937(k));
+      Outcome part;   // what the logs hold
+      for (const auto& [is_final, what] : kept) {
+        part.legs += !(is_final && what.second < 0);
+        if (is_final && what.second < 0) part.pruned_at[what.first] = -1 - what.second;
+        else if (is_final) part.completed.insert(what.first);
+      }
+      Halving resumed(s, g);
+      replay(resumed, g, kept, diverges, fails);
+      const std::string at = "killed after record " + std::to_string(cut) + (k != cut ? ", read shuffled" : "") +
+                             (fails >= 0 ? " (a divergence and a failure)" : "");
+      for (const Pruned& p : resumed.take_pruned()) {   // decisions the killed run had not recorded yet
+        EXPECT_FALSE(part.pruned_at.count(p.point) || part.completed.count(p.point)) << at << ": point " << p.point << " recorded twice";
+        part.pruned_at[p.point] = p.rung;
+        resumed.finished(p.point, fake_run(p.point, resumed.rung_step(p.rung), diverges));
+      }
+      const Outcome rest = simulate_legs(resumed, g, 3, 99 + k, diverges, fails);
+      EXPECT_TRUE(resumed.all_finished()) << at;
+      std::map<int64_t, int> pruned_at = part.pruned_at;
+      for (const auto& [p, r] : rest.pruned_at) EXPECT_TRUE(pruned_at.emplace(p, r).second) << at << ": point " << p << " pruned twice";
+      std::set<int64_t> completed = part.completed;
+      completed.insert(rest.completed.begin(), rest.completed.end());
+      EXPECT_EQ(pruned_at, straight.pruned_at) << at;
+      EXPECT_EQ(completed, straight.completed) << at;
+      EXPECT_EQ(part.legs + rest.legs, straight.legs) << at << ": no leg trained twice";
+    }
   }
 }
 

@@ -13,7 +13,9 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <map>
@@ -57,6 +59,18 @@ void report_io_error(const io::IoError& e) {
                par::rank(), e.what());
 }
 
+// Test hook (ICL_SWEEP_KILL_AFTER=k): the process kills itself with SIGKILL (no handler, nothing flushed
+// beyond what write() handed the kernel) right after it stored its k-th record, rung records and pruned
+// points included, so a test can cut a sweep at every record boundary.
+void stored_a_record() {
+  static const long long after = [] {
+    const char* v = std::getenv("ICL_SWEEP_KILL_AFTER");
+    return v ? std::atoll(v) : 0LL;
+  }();
+  static std::atomic<long long> stored{0};
+  if (after > 0 && ++stored >= after) ::raise(SIGKILL);
+}
+
 // A log synced at most once a second (a node crash loses at most about a second of results).
 struct SyncedLog {
   io::PointLog log;
@@ -64,6 +78,7 @@ struct SyncedLog {
   explicit SyncedLog(const std::string& dir) : log(dir) {}
   void append(const std::string& record) {
     log.append_record(record);
+    stored_a_record();
     if (Clock::now() - last > std::chrono::seconds(1)) {
       log.sync();
       last = Clock::now();
@@ -137,23 +152,25 @@ class Dispatcher {
   Dispatcher(const sweep::Spec& spec, const sweep::Grid& grid, const SweepOutput& output, const std::atomic<bool>& stop)
       : h_(spec.halving), grid_(grid), output_(output), stop_(stop), halving_(spec, grid), log_(output.dir()) {}
 
-  // The logs of earlier runs: finished points and rung records; then the decisions they allow.
+  // The logs of earlier runs: finished points and rung records, all taken in before the decisions they
+  // allow (sweep::Halving::restore: a decision taken halfway would depend on the order they are read in).
   void restore() {
     std::lock_guard<std::mutex> lock(mu_);
     const io::LogScan scan = io::scan_point_logs(output_.dir(), output_.hash());
-    // Finished points first: a point pruned before the kill is never pruned (and recorded) twice.
+    std::vector<sweep::Logged> records;
     for (const io::LoggedPoint& p : scan.points)
       if (p.index >= 0 && p.index < grid_.size() && finished(p.result, false))
-        halving_.finished(p.index, p.result);
+        records.push_back({p.index, -1, &p.result});
     for (const io::LoggedRung& g : scan.rungs) {
       if (g.index < 0 || g.index >= grid_.size() || g.rung < 0 || g.rung >= halving_.rungs() ||
           g.build != io::build_identity())   // another build's checkpoint: trained again, not mixed in
         continue;
-      halving_.reached(g.index, g.rung, g.checkpoint.run);
+      records.push_back({g.index, g.rung, &g.checkpoint.run});
       auto& held = held_[g.index];
       if (held.second.empty() || held.first <= g.rung)
         held = {g.rung, io::encode_rung(g.index, g.rung, output_.hash(), g.finished_unix, g.checkpoint, g.build)};
     }
+    halving_.restore(records);
     record_pruned();
   }
 
@@ -220,6 +237,7 @@ class Dispatcher {
       const Result r = sweep::pruned_result(h_, g.checkpoint, p, halving_.rung_step(p.rung));
       try {
         log_.append(p.point, output_.hash(), r);
+        stored_a_record();
         wrote = true;
       } catch (const io::IoError& e) {
         report_io_error(e);

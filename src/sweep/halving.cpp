@@ -140,6 +140,7 @@ Halving::Halving(const Spec& spec, const Grid& grid)
   known_.assign(P * R, 0);
   metric_.assign(P * R, 0.0);
   reached_.assign(P, -1);
+  stood_.assign(P, -1);
   promoted_.assign(P, 0);
   final_.assign(P, 0);
   flying_.assign(P, 0);
@@ -157,20 +158,25 @@ void Halving::learn(int64_t p, const Trained& run) {
   }
 }
 
-void Halving::reached(int64_t p, int rung, const Trained& run) {
+void Halving::take_rung(int64_t p, int rung, const Trained& run) {
   ICL_CHECK(rung >= 0 && rung < rungs());
   learn(p, run);
   reached_[p] = std::max(reached_[p], rung);
+  stood_[p] = std::max(stood_[p], rung);
   if (flying_[p]) {
     flying_[p] = 0;
     --in_flight_;
   }
   refresh(p);
-  decide(cond_.of_point[p]);
 }
 
-void Halving::finished(int64_t p, const Trained& run) {
+void Halving::take_finished(int64_t p, const Trained& run) {
   learn(p, run);
+  // The rungs its record shows it stood at: it trained past them, or stopped there still training (a
+  // pruned point); one that diverged on a rung's very step never stood there.
+  const bool training = run.status == Status::ok || run.status == Status::pruned;
+  for (int r = 0; r < rungs(); ++r)
+    if (run.steps_done > rung_step_[r] || (training && run.steps_done == rung_step_[r])) stood_[p] = std::max(stood_[p], r);
   if (flying_[p]) {
     flying_[p] = 0;
     --in_flight_;
@@ -180,7 +186,25 @@ void Halving::finished(int64_t p, const Trained& run) {
     --unfinished_;
   }
   refresh(p);
+}
+
+void Halving::reached(int64_t p, int rung, const Trained& run) {
+  take_rung(p, rung, run);
   decide(cond_.of_point[p]);
+}
+
+void Halving::finished(int64_t p, const Trained& run) {
+  take_finished(p, run);
+  decide(cond_.of_point[p]);
+}
+
+void Halving::restore(const std::vector<Logged>& records) {
+  for (const Logged& g : records) {
+    ICL_CHECK(g.point >= 0 && g.point < static_cast<int64_t>(cond_.of_point.size()));
+    if (g.rung < 0) take_finished(g.point, *g.run);
+    else take_rung(g.point, g.rung, *g.run);
+  }
+  for (int64_t c = 0; c < static_cast<int64_t>(cond_.members.size()); ++c) decide(c);
 }
 
 std::optional<Assignment> Halving::next() {
@@ -219,10 +243,13 @@ void Halving::decide(int64_t c) {
     const int keep = std::max(1, n / h_.reduction);
     for (int k = 0; k < n; ++k) {
       const int64_t m = ranked[k].second;
-      if (final_[m]) continue;
       if (k < keep) {
-        promoted_[m] = r + 1;
-      } else {
+        // Kept points that stood at the rung go on; so does one whose later record a resume has already
+        // read (pruned at a later rung, diverged after this one, trained to the end): it is one of the n
+        // ranked at the next rung, as it was in the run that recorded it.  One that diverged or failed
+        // before the rung keeps its place here and goes no further.
+        if (stood_[m] >= r) promoted_[m] = r + 1;
+      } else if (!final_[m]) {   // a point already recorded (pruned here before a kill) is not pruned twice
         final_[m] = 1;
         --unfinished_;
         pruned_.push_back({m, r, k + 1, n});

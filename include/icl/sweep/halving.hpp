@@ -12,7 +12,9 @@
 // Determinism: a decision depends only on the candidates' metrics at that rung, which depend only on
 // their points; never on timing, rank count or the order results arrive in.  The metric is read from the
 // curves every record carries (a checkpoint's, or a finished point's, whose curves pass through every
-// rung it reached), so a resumed sweep replays the same decisions from its logs.
+// rung it reached), so a resumed sweep replays the same decisions from its logs: the candidates at a rung
+// are the same points whether their later records (pruned at that rung or a later one, diverged, trained
+// to the end) are already read or not.
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -64,12 +66,24 @@ struct Pruned {
 // curves, weights and timings up to the rung, every final loss NaN (it did not finish), no analysis.
 Result pruned_result(const HalvingSpec& h, const Checkpoint& c, const Pruned& p, int64_t step);
 
-// The scheduler's state: what every point has reached, what each condition decided.  Fed with records
-// in any order (a resumed run's logs first, then results as they arrive); hands out runnable legs in the
-// grid's longest-first order.
+// A record of a resumed run's logs: a rung record (`rung`, the checkpoint's run) or a finished point's.
+struct Logged {
+  int64_t point;
+  int rung;        // finished: -1
+  const Trained* run;
+};
+
+// The scheduler's state: what every point has reached, what each condition decided.  Fed with a resumed
+// run's logs (restore), then with results as they arrive; hands out runnable legs in the grid's
+// longest-first order.
 class Halving {
  public:
   Halving(const Spec& spec, const Grid& grid);
+
+  // A resumed run's records, in any order: all are taken in before any decision, which then sees every
+  // candidate's metric (a point that failed after a rung carries no curves: its metric there is in its
+  // rung record only).  Decisions the records allow but had not recorded show in take_pruned().
+  void restore(const std::vector<Logged>& records);
 
   // A checkpoint at rung `rung` (a rung record).
   void reached(int64_t point, int rung, const Trained& run);
@@ -89,6 +103,8 @@ class Halving {
  private:
   bool known(int64_t p, int r) const { return known_[p * rungs() + r] != 0; }
   void learn(int64_t p, const Trained& run);  // its metrics at every rung its curves passed
+  void take_rung(int64_t p, int rung, const Trained& run);   // reached() and finished() without deciding
+  void take_finished(int64_t p, const Trained& run);
   void decide(int64_t condition);             // every decision of the condition that its results allow
   bool resolved(int64_t condition, int r) const;
   void refresh(int64_t p);                    // in or out of the runnable set
@@ -100,6 +116,7 @@ class Halving {
   std::vector<uint8_t> known_;               // points x rungs: the metric is known
   std::vector<double> metric_;               // points x rungs
   std::vector<int> reached_, promoted_;      // highest rung with a checkpoint (-1); rungs it may train to
+  std::vector<int> stood_;                   // highest rung it stood at still training: a checkpoint, a record past it (-1)
   std::vector<uint8_t> final_, flying_;
   std::vector<int> decided_;                 // per condition: rungs decided
   std::vector<int64_t> order_;               // the grid's longest-first order
