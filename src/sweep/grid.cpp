@@ -58,8 +58,9 @@ double estimate_seconds(const Point& p) {
   // for the gradient noise, in double (about twice the float cost).
   const double measurements = p.landscape_every > 0 ? std::ceil(static_cast<double>(p.steps) / p.landscape_every)
                                                     : static_cast<double>(p.landscape.size());
-  const double landscape = measurements * 2 * per_task *
-                           ((2.0 * ParamLayout(p).size() + 2) * p.hessian_tasks + 48.0 * p.batch);
+  const double D = p.d + 1.0, bound = 2.0 * p.layers * p.heads * D * D;   // ParamLayout counts in int: only when it fits
+  const double params = bound <= 2147483647.0 ? ParamLayout(p).size() : bound;
+  const double landscape = measurements * 2 * per_task * ((2.0 * params + 2) * p.hessian_tasks + 48.0 * p.batch);
   return (per_task * p.batch * static_cast<double>(p.steps) + evals + analysis + landscape) / kNominalFlops + 0.01;
 }
 
