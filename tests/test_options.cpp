@@ -250,6 +250,29 @@ TEST(Options, SizesThatOverflowIntAreRefused) {
   EXPECT_TRUE(has_error(errors_of(settings), "option 'n' = '50000': ")) << joined(errors_of(settings));
 }
 
+// Laws whose inputs, labels or noise underflow or overflow are refused before any work (issue 28, item 10):
+// gamma:1e-300 draws inputs that are 0 in float and trains to loss 0 without a word.
+TEST(Options, DegenerateLawsAreRefused) {
+  struct Case { const char* option; const char* value; };
+  for (const Case c : {Case{"x_dist", "gamma:1e-300"}, Case{"x_dist", "gamma:0.001"}, Case{"x_dist", "gamma:1e300"},
+                       Case{"x_dist", "uniform:1e-200"}, Case{"x_dist", "uniform:1e200"},
+                       Case{"noise", "fixed:1e-300"}, Case{"noise", "uniform:1e300"}, Case{"noise", "set:0,1e-20"}}) {
+    const std::vector<std::string> e = errors_of({{c.option, c.value}});
+    EXPECT_TRUE(has_error(e, "option '" + std::string(c.option) + "' = '")) << c.value << ": " << joined(e);
+    EXPECT_TRUE(has_error(e, "representable")) << c.value << ": " << joined(e);
+  }
+  for (const char* cov : {"diag:1,1,1,1e-30,1", "rotated:1,1e30,1,1,1"}) {
+    const std::vector<std::string> e = errors_of({{"cov", cov}});
+    EXPECT_TRUE(has_error(e, "option 'cov' = '")) << cov << ": " << joined(e);
+    EXPECT_TRUE(has_error(e, "representable")) << cov << ": " << joined(e);
+  }
+  // The laws in use stay valid: the presets' values, the paper's gamma:0.1, noise 0.
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
+           {"x_dist", "gamma:0.1"}, {"x_dist", "gamma:2.5"}, {"x_dist", "uniform:0.5"}, {"x_dist", "uniform:5"},
+           {"x_dist", "sphere"}, {"noise", "set:0,1,3"}, {"noise", "fixed:0"}, {"noise", "uniform:7"},
+           {"cov", "rotated:1,1,0.25,0.0625,1"}})
+    EXPECT_TRUE(errors_of({{option, value}}).empty()) << option << " = " << value << ": " << joined(errors_of({{option, value}}));
+}
 
 
 // The count validation checks is the layout's own, wherever the layout's int count holds.

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <sstream>
 
+#include "icl/core/data.hpp"
 #include "icl/core/transformer.hpp"
 
 namespace icl {
@@ -446,6 +447,37 @@ void validate_sizes(const Point& p, const std::function<void(const char*, const 
   }
 }
 
+// Scales.  Inputs, noise and the products the model forms of them (up to four input entries: Gamma = sum
+// x x^T times P, Q) must be representable in float32 (1e-38 .. 3e38) with room to spare: the typical size
+// of an input coordinate (x_dist's law times the square root of each cov eigenvalue) and every non-zero noise
+// level must lie in [kMinScale, kMaxScale].  Outside, inputs underflow to 0 (the point "learns" loss 0) or
+// overflow to inf.
+constexpr double kMinScale = 1e-6, kMaxScale = 1e6;
+
+void validate_scales(const Point& p, const std::function<void(const char*, const std::string&)>& bad) {
+  const std::string range = "[" + fmt(kMinScale) + ", " + fmt(kMaxScale) + "]";
+  auto outside = [](double x) { return !(x >= kMinScale && x <= kMaxScale); };
+  const double x = typical_input_scale(p.x_dist, p.x_param, p.d);
+  char size[32];
+  std::snprintf(size, sizeof size, "%.3g", x);
+  if (outside(x))
+    bad("x_dist", "the inputs' typical size per coordinate is " + std::string(size) + ": it must be in " + range +
+                      " so that inputs and their products are representable (not 0 or inf) in float32");
+  for (double l : p.cov_spectrum)
+    if (outside(std::sqrt(l))) {
+      bad("cov", "the eigenvalue " + fmt(l) + " gives inputs of size sqrt(" + fmt(l) + ") along it: every eigenvalue must be in [" +
+                     fmt(kMinScale * kMinScale) + ", " + fmt(kMaxScale * kMaxScale) +
+                     "] so that inputs and their products are representable (not 0 or inf) in float32");
+      break;
+    }
+  for (double s : p.noise_sigma)
+    if (s != 0.0 && outside(s)) {
+      bad("noise", "the level " + fmt(s) + " is not representable next to labels of size 1 (float32): a non-zero level must be in " +
+                       range + " (use 0 or none for no noise)");
+      break;
+    }
+}
+
 std::vector<OptionDef> make_table() {
   std::vector<OptionDef> t;
   t.push_back(int_option("d", "input dimension d", &Point::d, 1, 255));
@@ -578,6 +610,7 @@ std::vector<std::string> point_validate(const Point& p) {
     bad("decay_every", "schedule = step needs decay_every >= 1");
   validate_transformer(p, bad);
   validate_sizes(p, bad);
+  validate_scales(p, bad);
   if (p.task == Task::sine && p.d != 1) bad("task", "sine needs d = 1");
   if (p.task == Task::sine && (p.noise != NoiseKind::none || p.w_prior != WPrior::identity))
     bad("task", "sine has no label noise and no weight prior: use noise = none, w_prior = identity");
