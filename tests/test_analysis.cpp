@@ -583,7 +583,7 @@ TEST(Analysis, StopFlagIsPolledByEveryLongStage) {
   const Analysis full = analyse(p, trained, &go);
   const double full_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
   EXPECT_FALSE(full.metrics.empty());
-  EXPECT_LT(cancelled_seconds, 0.01 * full_seconds) << cancelled_seconds << " s cancelled, " << full_seconds << " s in full";
+  EXPECT_LT(cancelled_seconds, 0.05 * full_seconds) << cancelled_seconds << " s cancelled, " << full_seconds << " s in full";
 
   const auto tune = test::make_batch<double>(p, 64);
   EXPECT_THROW(tune_gdpp_tied(tune, 2, 0.1, &stop), Cancelled);
