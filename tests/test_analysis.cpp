@@ -2,11 +2,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
 #include <cmath>
 #include <cstdio>
 
 #include "icl/core/analysis.hpp"
 #include "icl/core/baselines.hpp"
+#include "icl/core/cancel.hpp"
+#include "icl/core/gdpp.hpp"
+#include "icl/core/objective.hpp"
 #include "icl/core/landscape.hpp"
 #include "icl/core/metrics.hpp"
 #include "icl/core/params.hpp"
@@ -533,6 +539,91 @@ TEST(MetricRegistry, DocumentsEveryNameTheAnalysesWrite) {
   EXPECT_TRUE(metric_info("pool_loss_dmmse", &info));
   EXPECT_FALSE(metric_info("loss_nonexistent", &info));
   EXPECT_FALSE(metric_info("adjusted_", &info));
+}
+
+
+// SIGUSR1 reaches a running analysis (issue 28, item 9): the stop flag, set as the analysis begins, cancels
+// the point (a sweep then treats it as in flight: not stored, recomputed on --resume) without analysing it.
+struct StopWhenAnalysisBegins : StageHook {
+  std::atomic<bool>* stop = nullptr;
+  void enter(const char* stage) override {
+    if (std::string(stage) == "analysis") stop->store(true);
+  }
+};
+
+TEST(Analysis, StopFlagCancelsTheAnalysis) {
+  const Point p = make_point({{"d", "5"}, {"n", "10"}, {"steps", "20"}, {"batch", "64"}, {"eval_tasks", "256"},
+                              {"eval_every", "10"}, {"context_curve", "30"}, {"task_pool", "64"}});
+  std::atomic<bool> stop{false};
+  StopWhenAnalysisBegins hook;
+  hook.stop = &stop;
+  const Result r = run_point(p, &stop, &hook);
+  EXPECT_EQ(r.status, Status::cancelled) << status_name(r.status) << ": " << r.message;
+  EXPECT_NE(r.analysis_status, AnalysisStatus::ok);
+  EXPECT_TRUE(r.metrics.empty() && r.series.empty()) << r.metrics.size() << " metrics";
+}
+
+
+// The flag is polled from the analysis's first step: set before it starts, analyse throws Cancelled without
+// doing its work; so do GD++ tuning, the Hessian diagonal and a landscape measurement.
+TEST(Analysis, StopFlagIsPolledByEveryLongStage) {
+  const Point p = make_point({{"d", "5"}, {"n", "10"}, {"layers", "2"}, {"steps", "10"}, {"batch", "64"},
+                              {"eval_tasks", "256"}, {"eval_every", "10"}, {"context_curve", "30"}, {"task_pool", "64"},
+                              {"precision", "float64"}});
+  Point q = p;
+  q.analysis = false;
+  const Result trained = run_point(q);
+  ASSERT_EQ(trained.status, Status::ok);
+  std::atomic<bool> stop{true};
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_THROW(analyse(p, trained, &stop), Cancelled);
+  const double cancelled_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto t1 = std::chrono::steady_clock::now();
+  std::atomic<bool> go{false};
+  const Analysis full = analyse(p, trained, &go);
+  const double full_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  EXPECT_FALSE(full.metrics.empty());
+  EXPECT_LT(cancelled_seconds, 0.05 * full_seconds) << cancelled_seconds << " s cancelled, " << full_seconds << " s in full";
+
+  const auto tune = test::make_batch<double>(p, 64);
+  EXPECT_THROW(tune_gdpp_tied(tune, 2, 0.1, &stop), Cancelled);
+  GdppTuned tied;
+  tied.eta = {0.1, 0.1};
+  tied.gamma = {0.0, 0.0};
+  EXPECT_THROW(tune_gdpp_per_step(tune, tied, nullptr, 0.1, nullptr, &stop), Cancelled);
+  Objective<double> obj(p);
+  const std::vector<double> theta(obj.layout().size(), 0.01);
+  EXPECT_THROW(hessian_diagonal(obj, tune, theta, &stop), Cancelled);
+  Point l = make_point({{"d", "3"}, {"n", "6"}, {"landscape", "0,5"}, {"steps", "10"}, {"batch", "32"}, {"hessian_tasks", "16"}});
+  Landscape landscape(l, &stop);
+  EXPECT_THROW(landscape.measure(0, std::vector<double>(Objective<double>(l).layout().size(), 0.01), {}), Cancelled);
+}
+
+// Set while the analysis runs (here: from another thread, a quarter into a slow analysis), the flag stops it
+// within a small fraction of its length: it is polled between tasks, not only between methods.
+TEST(Analysis, StopFlagSetDuringTheAnalysisReturnsPromptly) {
+  const Point p = make_point({{"d", "8"}, {"n", "16"}, {"steps", "10"}, {"batch", "64"}, {"eval_tasks", "512"},
+                              {"eval_every", "10"}, {"context_curve", "120"}});
+  Point q = p;
+  q.analysis = false;
+  const Result trained = run_point(q);
+  ASSERT_EQ(trained.status, Status::ok);
+  auto t0 = std::chrono::steady_clock::now();
+  analyse(p, trained);
+  const double full = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::atomic<bool> stop{false};
+  std::chrono::steady_clock::time_point set_at;
+  std::thread setter([&] {
+    std::this_thread::sleep_for(std::chrono::duration<double>(full / 4));
+    set_at = std::chrono::steady_clock::now();
+    stop.store(true);
+  });
+  EXPECT_THROW(analyse(p, trained, &stop), Cancelled);
+  const auto returned = std::chrono::steady_clock::now();
+  setter.join();
+  const double after = std::chrono::duration<double>(returned - set_at).count();
+  std::printf("  analysis %.2f s; returned %.4f s after the flag was set\n", full, after);
+  EXPECT_LT(after, 0.1 * full + 0.05);
 }
 
 }  // namespace

@@ -23,6 +23,19 @@ expect_usage_error "option 'steps' = '0'" --steps 0 -o "$dir/bad.h5"
 expect_usage_error "unrecognised option '--colour'" --colour red -o "$dir/bad.h5"
 expect_usage_error "option 'output' = '$dir/no/such/dir/x.h5': directory" -o "$dir/no/such/dir/x.h5"
 
+# Sizes that overflow the model's int indexing and degenerate laws are refused before any work (issue 28).
+expect_usage_error "option 'widening' = '64': " --arch transformer --norm 1 --embed linear --embed_size 4096 --widening 64 --mlp true -o "$dir/bad.h5"
+expect_usage_error "option 'x_dist' = 'gamma:1e-300': " --x_dist gamma:1e-300 -o "$dir/bad.h5"
+printf 'arch = transformer\nnorm = 1\nembed = linear\nembed_size = 4096\nwidening = 8 64\nmlp = true\n' > "$dir/huge.ini"
+out=$("$bin" run "$dir/huge.ini" --dry-run --max_point_memory off 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "widening=64, mlp=true): option 'widening' = '64': " <<<"$out" \
+  || { echo "FAIL: dry run of a transformer past the size limit: rc $rc: $out"; fail=1; }
+# A point that fails (here: std::bad_alloc under a 2 GiB address-space limit) is a failure: exit 1 with its
+# reason; its result (NaN, the reason) is still written.
+out=$( (ulimit -v 2000000; "$bin" train --eval_tasks 10000000 --steps 1 --batch 16 -o "$dir/failed.h5") 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -qF "failed: std::bad_alloc" <<<"$out" && [ -s "$dir/failed.h5" ] \
+  || { echo "FAIL: a failed allocation: rc $rc: $out"; fail=1; }
+
 "$bin" train -o "$dir/ok.h5" --steps 20 --batch 64 --eval_tasks 64 --eval_every 10 >/dev/null || { echo "FAIL: good run"; fail=1; }
 [ -s "$dir/ok.h5" ] || { echo "FAIL: no output file"; fail=1; }
 before=$(md5sum < "$dir/ok.h5")

@@ -6,6 +6,7 @@
 
 #include <map>
 
+#include "icl/core/objective.hpp"
 #include "icl/core/options.hpp"
 #include "icl/core/run_point.hpp"
 #include "icl/sweep/grid.hpp"
@@ -63,6 +64,34 @@ TEST(Grid, LongestFirstOrder) {
   ASSERT_TRUE(expand(spec_of({{"steps", {"100", "10000", "1000"}, "f:1"}}), &g, &errors));
   EXPECT_EQ(g.order, (std::vector<int64_t>{1, 2, 0}));
   EXPECT_GT(g.cost[1], 5 * g.cost[2]);
+}
+
+// The analysis is costed from its sets (issue 28, item 9): context_curve's sets at lengths 1..n_test make its
+// cost quadratic in n_test, and the dMMSE baseline compares every task with the M pool tasks (M n d each).
+TEST(Grid, EstimateCountsContextCurveAndTaskPool) {
+  Point p;
+  const double base = estimate_seconds(p);
+  auto with = [&](const char* option, const std::string& value) {
+    Point q = p;
+    EXPECT_EQ(point_set(q, option, value), "");
+    EXPECT_TRUE(point_validate(q).empty()) << option << " = " << value;
+    return estimate_seconds(q) - base;
+  };
+  // At least the trained model's forward pass on 2,000 tasks at every length 1..n_test.
+  double model = 0;
+  for (int k = 1; k <= 2000; ++k) {
+    Point q = p;
+    q.n = k;
+    model += 2000 * flops_per_task(q) / 3;
+  }
+  const double curve_1000 = with("context_curve", "1000"), curve_2000 = with("context_curve", "2000");
+  EXPECT_GE(curve_2000, model / 5e10);
+  EXPECT_GT(curve_2000 / curve_1000, 3.8);   // quadratic in n_test (plus a linear part)
+  EXPECT_LT(curve_2000 / curve_1000, 4.05);
+  // The pool: 2 M (n+1) d per task on the evaluation set, the pool's evaluation set and the noise-free sets.
+  const double pool_1 = with("task_pool", "100000"), pool_2 = with("task_pool", "200000");
+  EXPECT_GE(pool_1, 2 * p.eval_tasks * 2.0 * 1e5 * (p.n + 1) * p.d / 5e10);
+  EXPECT_NEAR(pool_2 / pool_1, 2.0, 0.05);
 }
 
 TEST(Grid, ErrorsNameWhereOptionValueAndRule) {

@@ -6,6 +6,7 @@
 #include "icl/core/objective.hpp"
 #include "icl/core/optim.hpp"
 #include "icl/core/options.hpp"
+#include "icl/core/transformer.hpp"
 
 namespace icl {
 namespace {
@@ -188,6 +189,108 @@ TEST(Optimisers, AdamSgdAndClippingFollowTheirDefinitions) {
     double n2 = 0;
     for (int i = 0; i < v.rows * v.cols; ++i) n2 += gg[v.offset + i] * gg[v.offset + i];
     EXPECT_NEAR(std::sqrt(n2), 0.5, 1e-5) << v.name;
+  }
+}
+
+
+// Every size the model forms in int (parameters, activation blocks) is checked in double before any work
+// (issue 28, item 8): a point past the limit is refused naming an option, its value and the limit.
+std::vector<std::string> errors_of(const std::vector<std::pair<std::string, std::string>>& settings) {
+  Point p;
+  for (const auto& [k, v] : settings) EXPECT_EQ(point_set(p, k, v), "") << k << "=" << v;
+  return point_validate(p);
+}
+
+bool has_error(const std::vector<std::string>& errors, const std::string& what) {
+  for (const std::string& e : errors)
+    if (e.find(what) != std::string::npos) return true;
+  return false;
+}
+
+std::string joined(const std::vector<std::string>& errors) {
+  std::string s;
+  for (const std::string& e : errors) s += e + "\n";
+  return s;
+}
+
+TEST(Options, SizesThatOverflowIntAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> tf = {{"arch", "transformer"}, {"norm", "1"},
+                                                                {"embed", "linear"}, {"embed_size", "4096"}};
+  // The issue's point: 2 x 4096 x (64 x 4096) MLP weights alone are 2^31 parameters.
+  auto settings = tf;
+  settings.insert(settings.end(), {{"widening", "64"}, {"mlp", "true"}});
+  std::vector<std::string> e = errors_of(settings);
+  EXPECT_TRUE(has_error(e, "option 'widening' = '64': ")) << joined(e);
+  EXPECT_TRUE(has_error(e, "2^31 - 1")) << joined(e);
+  // The same through the embedding's MLP, and through many layers of a valid width.
+  settings = tf;
+  settings.insert(settings.end(), {{"embed", "mlp"}, {"widening", "64"}});
+  EXPECT_TRUE(has_error(errors_of(settings), "option 'widening' = '64': ")) << joined(errors_of(settings));
+  settings = tf;
+  settings.insert(settings.end(), {{"heads", "8"}, {"layers", "40"}});
+  EXPECT_TRUE(has_error(errors_of(settings), "option 'layers' = '40': ")) << joined(errors_of(settings));
+  // lsa: P and Q of 1000 layers x 64 heads at d = 255.
+  e = errors_of({{"d", "255"}, {"layers", "1000"}, {"heads", "64"}});
+  EXPECT_TRUE(has_error(e, "option 'layers' = '1000': ")) << joined(e);
+  EXPECT_TRUE(errors_of({{"d", "255"}, {"layers", "10"}, {"heads", "64"}}).empty());
+  // Activations: classic tokens at n = 23000 give score blocks of 23000 x 46001 entries (fits) for training
+  // and 46000 x 92001 at the analysis's out-of-distribution length 2n (does not); context_curve likewise.
+  const std::vector<std::pair<std::string, std::string>> classic = {{"arch", "transformer"}, {"norm", "1"},
+                                                                     {"tokens", "classic"}, {"n", "23000"}};
+  settings = classic;
+  settings.push_back({"analysis", "false"});
+  EXPECT_TRUE(errors_of(settings).empty()) << joined(errors_of(settings));
+  e = errors_of(classic);
+  EXPECT_TRUE(has_error(e, "option 'n' = '23000': ")) << joined(e);
+  EXPECT_TRUE(has_error(e, "2n = 46000")) << joined(e);
+  settings = {{"arch", "transformer"}, {"norm", "1"}, {"context_curve", "1048576"}};
+  e = errors_of(settings);
+  EXPECT_TRUE(has_error(e, "option 'context_curve' = '1048576': ")) << joined(e);
+  settings = {{"attention", "softmax"}, {"n", "50000"}, {"analysis", "false"}};
+  EXPECT_TRUE(has_error(errors_of(settings), "option 'n' = '50000': ")) << joined(errors_of(settings));
+}
+
+// Laws whose inputs, labels or noise underflow or overflow are refused before any work (issue 28, item 10):
+// gamma:1e-300 draws inputs that are 0 in float and trains to loss 0 without a word.
+TEST(Options, DegenerateLawsAreRefused) {
+  struct Case { const char* option; const char* value; };
+  for (const Case c : {Case{"x_dist", "gamma:1e-300"}, Case{"x_dist", "gamma:0.001"}, Case{"x_dist", "gamma:1e300"},
+                       Case{"x_dist", "uniform:1e-200"}, Case{"x_dist", "uniform:1e200"},
+                       Case{"noise", "fixed:1e-300"}, Case{"noise", "uniform:1e300"}, Case{"noise", "set:0,1e-20"}}) {
+    const std::vector<std::string> e = errors_of({{c.option, c.value}});
+    EXPECT_TRUE(has_error(e, "option '" + std::string(c.option) + "' = '")) << c.value << ": " << joined(e);
+    EXPECT_TRUE(has_error(e, "representable")) << c.value << ": " << joined(e);
+  }
+  for (const char* cov : {"diag:1,1,1,1e-30,1", "rotated:1,1e30,1,1,1"}) {
+    const std::vector<std::string> e = errors_of({{"cov", cov}});
+    EXPECT_TRUE(has_error(e, "option 'cov' = '")) << cov << ": " << joined(e);
+    EXPECT_TRUE(has_error(e, "representable")) << cov << ": " << joined(e);
+  }
+  // The laws in use stay valid: the presets' values, the paper's gamma:0.1, noise 0.
+  for (const auto& [option, value] : std::vector<std::pair<std::string, std::string>>{
+           {"x_dist", "gamma:0.1"}, {"x_dist", "gamma:2.5"}, {"x_dist", "uniform:0.5"}, {"x_dist", "uniform:5"},
+           {"x_dist", "sphere"}, {"noise", "set:0,1,3"}, {"noise", "fixed:0"}, {"noise", "uniform:7"},
+           {"cov", "rotated:1,1,0.25,0.0625,1"}})
+    EXPECT_TRUE(errors_of({{option, value}}).empty()) << option << " = " << value << ": " << joined(errors_of({{option, value}}));
+}
+
+
+// The count validation checks is the layout's own, wherever the layout's int count holds.
+TEST(Options, TransformerParamCountIsTheLayoutSize) {
+  const std::vector<std::vector<std::pair<std::string, std::string>>> cases = {
+      {},
+      {{"mlp", "true"}, {"layer_norm", "true"}, {"layers", "3"}, {"heads", "2"}, {"key_size", "7"}},
+      {{"embed", "mlp"}, {"embed_size", "12"}, {"widening", "3"}, {"bias", "false"}, {"layers", "2"}, {"tie", "true"}},
+      {{"attention", "mix"}, {"attention_first", "softmax"}, {"pe", "concat"}, {"pe_size", "4"}, {"layer_norm", "true"},
+       {"layer_norm_first", "true"}, {"layers", "2"}, {"mlp", "true"}},
+      {{"tokens", "classic"}, {"embed", "linear"}, {"embed_size", "8"}, {"pe", "add"}, {"pe_size", "8"}}};
+  for (auto settings : cases) {
+    settings.insert(settings.begin(), {{"arch", "transformer"}, {"norm", "1"}});
+    Point p;
+    for (const auto& [k, v] : settings) ASSERT_EQ(point_set(p, k, v), "") << k << "=" << v;
+    ASSERT_TRUE(point_validate(p).empty()) << point_validate(p)[0];
+    const TransformerShape s = transformer_shape(p);
+    EXPECT_EQ(transformer_param_count(s), static_cast<double>(TransformerLayout(s).size())) << point_to_text(p);
   }
 }
 

@@ -1,5 +1,6 @@
 // icl-sweep train: parse and validate every option before any work, train one point, print a summary,
-// write the result with -o.
+// write the result with -o.  Exit 0 for a result (ok or diverged), 1 when the point or its analysis failed
+// (an exception: its reason is printed and stored), 2 for bad input.
 #include <sys/stat.h>
 
 #include <boost/program_options.hpp>
@@ -109,6 +110,16 @@ int train_main(int argc, char** argv) {
       return kExitFailure;
     }
     std::printf("wrote       %s\n", out.c_str());
+  }
+  // run_point turns an exception (std::bad_alloc, ...) into a failed point, stored with its reason: that
+  // is a failure of this command, not a result (a diverged point is one, and exits 0).
+  if (r.status == Status::failed) {
+    std::cerr << "icl-sweep train: the point failed: " << r.message << "\n";
+    return kExitFailure;
+  }
+  if (r.analysis_status == AnalysisStatus::failed) {
+    std::cerr << "icl-sweep train: the analysis failed: " << r.analysis_message << "\n";
+    return kExitFailure;
   }
   return kExitOk;
 }

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "icl/core/baselines.hpp"
+#include "icl/core/cancel.hpp"
 #include "icl/core/gdpp.hpp"
 #include "icl/core/model.hpp"
 #include "icl/core/params.hpp"
@@ -81,7 +82,7 @@ void noise_prior(const TaskLaw& law, std::vector<double>* sigma, std::vector<dou
 
 // `pool`: a law with a pool (pool_law), whose columns and noise law make the dMMSE prior; null: no dMMSE.
 template <class T>
-TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* pool = nullptr) {
+TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* pool, const std::atomic<bool>* stop) {
   TaskSet s;
   std::vector<double> pool_sigma, pool_weight;
   if (pool) {
@@ -95,6 +96,7 @@ TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* p
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
   for (int t = 0; t < batch.B; ++t) {
+    check_stop(stop);   // per task: three spectra and, with a pool, dMMSE against all M pool tasks
     batch_task(batch, t, &X, &y);
     const Eigen::MatrixXd Xc = X.leftCols(n);
     const Eigen::VectorXd yc = y.head(n), xq = X.col(n);
@@ -162,7 +164,7 @@ Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tuned, boo
   return out;
 }
 
-Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool whitened_inputs) {
+Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool whitened_inputs, const std::atomic<bool>* stop) {
   Tuned tuned;
   tuned.noiseless = law.noise == NoiseKind::none;
   noise_prior(law, &tuned.bayes_sigma, &tuned.bayes_weight);
@@ -179,19 +181,22 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
     // A joint log grid first: the optimum sits in a diagonal valley (larger c with a finite threshold)
     // that coordinate descent from t = infinity never enters.  Then coordinate refinement.
     double best = kInf;
-    for (int i = 0; i < 24; ++i)
+    for (int i = 0; i < 24; ++i) {
+      check_stop(stop);
       for (int j = 0; j < 24; ++j) {
         const double c = std::exp(std::log(0.05) + std::log(20.0 / 0.05) * i / 23);
         const double thr = std::exp(std::log(1e-3) + std::log(1e7) * j / 23);
         const double v = f(c, thr);
         if (v < best) { best = v; tuned.tuned_rr_c = c; tuned.tuned_rr_t = thr; }
       }
+    }
     for (int round = 0; round < 2; ++round) {
       tuned.tuned_rr_c = minimise_log([&](double c) { return f(c, tuned.tuned_rr_t); }, tuned.tuned_rr_c / 2, tuned.tuned_rr_c * 2, 8);
       tuned.tuned_rr_t = minimise_log([&](double thr) { return f(tuned.tuned_rr_c, thr); }, tuned.tuned_rr_t / 2, tuned.tuned_rr_t * 2, 8);
     }
   }
   for (int K = 1; K <= p.layers; ++K) {
+    check_stop(stop);
     tuned.gd_eta.push_back(minimise_log(
         [&](double eta) { return loss_of(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
         1e-6, 10.0));
@@ -264,22 +269,22 @@ struct Readouts {   // a model run over a task set: every layer's readout and th
 // Every layer's readout of `model` (L layers) over `set`; with `sens` the query's x-sensitivity, column
 // query_col of the input gradient (N columns), rows 0..d-1.
 template <class T, class M>
-Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens);
+Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop);
 
 template <class T>
-Readouts<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens) {
+Readouts<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop) {
   if (w.transformer) {
     LaneTransformer<T> model(*w.transformer);
     model.set_weights(w.theta.data());
-    return run<T>(model, w.transformer->layers, w.transformer->T - 1, w.transformer->T, set, sens);
+    return run<T>(model, w.transformer->layers, w.transformer->T - 1, w.transformer->T, set, sens, stop);
   }
   LaneModel<T> model(w.shape);
   model.set_weights(w.P.data(), w.Q.data());
-  return run<T>(model, w.shape.layers, set.n, set.n + 1, set, sens);
+  return run<T>(model, w.shape.layers, set.n, set.n + 1, set, sens, stop);
 }
 
 template <class T, class M>
-Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens) {
+Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop) {
   const int V = kLanes<T>;
   LaneVec<T> yhat(L);
   Readouts<T> r;
@@ -288,6 +293,7 @@ Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, 
   r.yhat.resize(static_cast<size_t>(set.B) * L);
   if (sens) r.sens.resize(static_cast<size_t>(set.B) * set.d);
   for (int c = 0; c < set.chunks; ++c) {
+    check_stop(stop);   // per chunk of kLanes tasks
     model.model_forward(set.chunk_Z(c), yhat.data());
     const int live = std::min(V, set.B - c * V);
     for (int v = 0; v < live; ++v)
@@ -398,18 +404,18 @@ struct Tuning {
 };
 
 template <class T>
-Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& out) {
+Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& out, const std::atomic<bool>* stop) {
   Tuning t;
   const TaskBatch<T> tune = draw<T>(law, p.seed, draws::tune_closed_form, kTuneTasks);   // in the point's precision
-  t.closed_form = tune_baselines(p, law, task_set(tune, bases), bases.Wi.size() > 0);
+  t.closed_form = tune_baselines(p, law, task_set(tune, bases, nullptr, stop), bases.Wi.size() > 0, stop);
   const Tuned& cf = t.closed_form;
   const TaskBatch<double> tune_model = draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks),
                           validation = draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks);
   auto& S = out.series;
   for (int K = 1; K <= p.layers; ++K) {   // a K-step method is compared with the K-th readout
-    t.tied_K.push_back(tune_gdpp_tied(tune_model, K, cf.gd_eta[K - 1]));
+    t.tied_K.push_back(tune_gdpp_tied(tune_model, K, cf.gd_eta[K - 1], stop));
     t.gdpp_K.push_back(tune_gdpp_per_step(tune_model, t.tied_K.back(), K > 1 ? &t.gdpp_K.back() : nullptr,
-                                          cf.gd_eta[K - 1], &validation));
+                                          cf.gd_eta[K - 1], &validation, stop));
     S["gdpp_tied_eta"].push_back(t.tied_K.back().eta[0]);
     S["gdpp_tied_gamma"].push_back(t.tied_K.back().gamma[0]);
     S["gdpp_tune_grad"].push_back(t.gdpp_K.back().grad_norm);
@@ -453,11 +459,12 @@ Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning&
 // tasks, of layer l's errors (yhat_l - y) and Newton step k's, for k = 0..K_max (K_max = min(64, max(12, 4L))),
 // L x (K_max + 1) row-major, and the best-matching step of each layer.
 template <class T>
-void newton_similarity(const Readouts<T>& tf, const TaskSet& es, const std::vector<double>& y, Analysis& out) {
+void newton_similarity(const Readouts<T>& tf, const TaskSet& es, const std::vector<double>& y, Analysis& out, const std::atomic<bool>* stop) {
   const int L = tf.layers, K_max = std::min(64, std::max(12, 4 * L));
   const size_t B = y.size();
   std::vector<std::vector<double>> newton_error(K_max + 1);
   for (int k = 0; k <= K_max; ++k) {
+    check_stop(stop);
     newton_error[k] = predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, k); });
     for (size_t t = 0; t < B; ++t) newton_error[k][t] -= y[t];
   }
@@ -484,15 +491,15 @@ void newton_similarity(const Readouts<T>& tf, const TaskSet& es, const std::vect
 // their paired standard errors, the per-K losses of the references, and the alignment of TF with GD, GD++.
 template <class T>
 void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set,
-                    const TaskLaw* pool, Analysis& out) {
+                    const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
   const int L = p.layers, d = p.d;
   const Tuned& cf = t.closed_form;
   auto& M = out.metrics;
-  const Readouts<T> run_tf = run_model(m.tf, eval_set, true), run_gd = run_model(m.gd, eval_set, true),
-               run_gdpp = run_model(m.gdpp, eval_set, true),
-               run_gdpp_tied = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, true);
+  const Readouts<T> run_tf = run_model(m.tf, eval_set, true, stop), run_gd = run_model(m.gd, eval_set, true, stop),
+               run_gdpp = run_model(m.gdpp, eval_set, true, stop),
+               run_gdpp_tied = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, true, stop);
   const std::vector<double> y = labels(eval_set);
-  const TaskSet es = task_set(eval_set, bases, pool);
+  const TaskSet es = task_set(eval_set, bases, pool, stop);
   const Losses base = baseline_losses(p, es, cf, true);
   std::map<std::string, std::vector<double>> yhat = base.yhat;
   yhat["tf"] = run_tf.final();
@@ -501,7 +508,7 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   if (p.act_clip > 0) {   // the same weights without the clip: what act_clip does to the numbers
     Weights<T> off = m.tf;
     off.set_act_clip(0.0);
-    yhat["tf_unclipped"] = run_model(off, eval_set, false).final();
+    yhat["tf_unclipped"] = run_model(off, eval_set, false, stop).final();
     M["se_clip_effect"] = paired_se(yhat["tf_unclipped"], yhat["tf"], y);
   }
   for (const auto& [name, v] : yhat) M["loss_" + name] = base.loss.count(name) ? base.loss.at(name) : mse(v, y);
@@ -514,12 +521,13 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
 
   auto& S = out.series;
   for (int K = 1; K <= L; ++K) {
+    check_stop(stop);
     S["layer_loss_gd"].push_back(
         mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y));
     S["layer_loss_pgd"].push_back(
         mse(predict_all(es.input, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.pgd_eta[K - 1], K); }), y));
     auto gdpp_loss_K = [&](const GdppTuned& g) {
-      return mse(run_model(gdpp_weights<T>(d, p.n, g.eta, g.gamma), eval_set, false).final(), y);
+      return mse(run_model(gdpp_weights<T>(d, p.n, g.eta, g.gamma), eval_set, false, stop).final(), y);
     };
     S["layer_loss_gdpp"].push_back(K == L ? M["loss_gdpp"] : gdpp_loss_K(t.gdpp_K[K - 1]));
     S["layer_loss_gdpp_tied"].push_back(K == L ? M["loss_gdpp_tied"] : gdpp_loss_K(t.tied_K[K - 1]));
@@ -527,7 +535,7 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
         mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, K); }), y));
   }
 
-  newton_similarity(run_tf, es, y, out);
+  newton_similarity(run_tf, es, y, out, stop);
 
   for (const auto& [ref, run] : {std::pair<const char*, const Readouts<T>*>{"gd", &run_gd}, {"gdpp", &run_gdpp},
                                  {"gdpp_tied", &run_gdpp_tied}}) {
@@ -542,15 +550,15 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
 // the in-distribution counterpart of the evaluation set's fresh tasks (Raventos et al.'s two test sets).
 template <class T>
 void pool_tasks(const Point& p, const TaskLaw& pool, const Bases& bases, const Tuning& t, const Models<T>& m,
-                Analysis& out) {
+                Analysis& out, const std::atomic<bool>* stop) {
   const TaskBatch<T> set = draw<T>(pool, p.seed, draws::pool_eval_set, p.eval_tasks);
   const std::vector<double> y = labels(set);
-  const Losses base = baseline_losses(p, task_set(set, bases, &pool), t.closed_form, true);
+  const Losses base = baseline_losses(p, task_set(set, bases, &pool, stop), t.closed_form, true);
   auto& M = out.metrics;
   for (const auto& [name, v] : base.loss) M["pool_loss_" + name] = v;
-  const std::vector<double> tf = run_model(m.tf, set, false).final();
+  const std::vector<double> tf = run_model(m.tf, set, false, stop).final();
   M["pool_loss_tf"] = mse(tf, y);
-  M["pool_loss_gdpp"] = mse(run_model(m.gdpp, set, false).final(), y);
+  M["pool_loss_gdpp"] = mse(run_model(m.gdpp, set, false, stop).final(), y);
   M["se_pool_loss_tf"] = paired_se(tf, {}, y);
   M["se_pool_tf_minus_dmmse"] = paired_se(tf, base.yhat.at("dmmse"), y);
 }
@@ -558,7 +566,7 @@ void pool_tasks(const Point& p, const TaskLaw& pool, const Bases& bases, const T
 // Losses per noise level, inside and outside the training range.
 template <class T>
 void noise_levels(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
-                  Analysis& out) {
+                  Analysis& out, const std::atomic<bool>* stop) {
   auto& S = out.series;
   std::vector<double> levels;
   const double top = law.noise == NoiseKind::none ? 1.0 : *std::max_element(law.noise_sigma.begin(), law.noise_sigma.end());
@@ -570,14 +578,14 @@ void noise_levels(const Point& p, const TaskLaw& law, const Bases& bases, const 
     lk.noise_sigma = {levels[k]};
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::noise_level(k), kNoiseTasks);
     const std::vector<double> yk = labels(set);
-    const Losses lb = baseline_losses(p, task_set(set, bases), t.closed_form, false);
+    const Losses lb = baseline_losses(p, task_set(set, bases, nullptr, stop), t.closed_form, false);
     auto push = [&](const std::string& name, double v) {
       auto& s = S["noise_loss_" + name];
       s.resize(levels.size(), kNaN);
       s[k] = v;
     };
-    push("tf", mse(run_model(m.tf, set, false).final(), yk));
-    push("gdpp", mse(run_model(m.gdpp, set, false).final(), yk));
+    push("tf", mse(run_model(m.tf, set, false, stop).final(), yk));
+    push("gdpp", mse(run_model(m.gdpp, set, false, stop).final(), yk));
     for (const auto& [name, v] : lb.loss) push(name, v);
   }
 }
@@ -593,7 +601,7 @@ Models<T> at_length(const Point& p, const Models<T>& m, int n_k) {
 
 // Out of distribution: input scale alpha, and context length M != n (c = 1/M under norm = 1/n).
 template <class T>
-void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m, Analysis& out) {
+void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m, Analysis& out, const std::atomic<bool>* stop) {
   auto& S = out.series;
   const std::vector<double> alphas = {0.25, 0.5, 1.0, 2.0, 4.0};
   S["ood_alpha"] = alphas;
@@ -602,9 +610,9 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
     lk.x_scale = alphas[k];
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_alpha(k), kOodTasks);
     const std::vector<double> yk = labels(set);
-    S["ood_alpha_loss_tf"].push_back(mse(run_model(m.tf, set, false).final(), yk));
-    S["ood_alpha_loss_gd"].push_back(mse(run_model(m.gd, set, false).final(), yk));
-    S["ood_alpha_loss_gdpp"].push_back(mse(run_model(m.gdpp, set, false).final(), yk));
+    S["ood_alpha_loss_tf"].push_back(mse(run_model(m.tf, set, false, stop).final(), yk));
+    S["ood_alpha_loss_gd"].push_back(mse(run_model(m.gd, set, false, stop).final(), yk));
+    S["ood_alpha_loss_gdpp"].push_back(mse(run_model(m.gdpp, set, false, stop).final(), yk));
   }
   const std::vector<double> lengths = {std::max(1.0, std::floor(p.n / 2.0)), double(p.n), 2.0 * p.n};
   S["ood_context"] = lengths;
@@ -614,9 +622,9 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_context(k), kOodTasks);
     const std::vector<double> yk = labels(set);
     const Models<T> mk = at_length(p, m, lk.n);
-    S["ood_context_loss_tf"].push_back(mse(run_model(mk.tf, set, false).final(), yk));
-    S["ood_context_loss_gd"].push_back(mse(run_model(mk.gd, set, false).final(), yk));
-    S["ood_context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false).final(), yk));
+    S["ood_context_loss_tf"].push_back(mse(run_model(mk.tf, set, false, stop).final(), yk));
+    S["ood_context_loss_gd"].push_back(mse(run_model(mk.gd, set, false, stop).final(), yk));
+    S["ood_context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), yk));
   }
 }
 
@@ -625,9 +633,10 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
 // they are (nothing retuned per length; the ridge family and Bayes need no tuning, dMMSE with a pool).
 template <class T>
 void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
-                   const TaskLaw* pool, Analysis& out) {
+                   const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
   auto& S = out.series;
   for (int k = 1; k <= p.context_curve; ++k) {
+    check_stop(stop);   // per context length: its set, the model runs and the baselines' task set
     TaskLaw lk = law;
     lk.n = k;
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::context_length(k), AnalysisSets::context);
@@ -635,12 +644,12 @@ void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const
     Point pk = p;
     pk.n = k;
     const Models<T> mk = at_length(p, m, k);
-    const std::vector<double> tf = run_model(mk.tf, set, false).final();
+    const std::vector<double> tf = run_model(mk.tf, set, false, stop).final();
     S["context_length"].push_back(k);
     S["context_loss_tf"].push_back(mse(tf, y));
     S["se_context_loss_tf"].push_back(paired_se(tf, {}, y));
-    S["context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false).final(), y));
-    const Losses base = baseline_losses(pk, task_set(set, bases, pool), t.closed_form, true);
+    S["context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), y));
+    const Losses base = baseline_losses(pk, task_set(set, bases, pool, stop), t.closed_form, true);
     for (const auto& [name, v] : base.loss) {
       auto& s = S["context_loss_" + name];
       s.resize(k - 1, kNaN);   // AdaRR and TunedRR start at n > d
@@ -656,7 +665,8 @@ void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const
 // model: the attention's output map keeps only its label row (lsa: P's last row; transformer: W_O's last
 // column and b_O's last entry), times the damping.
 template <class T>
-void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set, Analysis& out) {
+void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set, Analysis& out,
+             const std::atomic<bool>* stop) {
   const int K = p.rollout, D = p.d + 1;
   const double damp = p.rollout_damping;
   Weights<T> tf = m.tf;
@@ -683,10 +693,10 @@ void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatc
   }
   tf.shape.layers = K;
   const std::vector<double> y = labels(eval_set);
-  const Readouts<T> r_tf = run_model(tf, eval_set, false),
+  const Readouts<T> r_tf = run_model(tf, eval_set, false, stop),
                      r_gd = run_model(gdpp_weights<T>(p.d, p.n, std::vector<double>(K, damp * t.closed_form.gd_eta[0]),
                                                       std::vector<double>(K, 0.0)),
-                                      eval_set, false);
+                                      eval_set, false, stop);
   auto& S = out.series;
   for (int l = 0; l < K; ++l) {
     std::vector<double> a(y.size()), b(y.size());
@@ -733,21 +743,30 @@ void learned_weights(const Point& p, const TaskLaw& law, const Trained& trained,
 }
 
 template <class T>
-Analysis analyse_typed(const Point& p, const Trained& trained) {
+Analysis analyse_typed(const Point& p, const Trained& trained, const std::atomic<bool>* stop) {
   const auto t0 = std::chrono::steady_clock::now();
   Analysis out;
+  check_stop(stop);   // and between every method below, and inside each between tasks or chunks of them
   const TaskLaw law = make_task_law(p);
   const Bases bases = make_bases(law);
-  const Tuning t = tune<T>(p, law, bases, out);
+  const Tuning t = tune<T>(p, law, bases, out, stop);
   const Models<T> m = models<T>(p, trained.theta, t);
+  check_stop(stop);
   const TaskBatch<T> eval_set = draw<T>(law, p.seed, draws::eval_set, p.eval_tasks);   // training's set
   const TaskLaw pool = pool_law(p);   // w from the training pool (task_pool > 0), else the fresh law
-  evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out);
-  if (p.task_pool > 0) pool_tasks(p, pool, bases, t, m, out);
-  if (p.rollout > 0) rollout(p, t, m, eval_set, out);
-  if (p.context_curve > 0) context_curve(p, law, bases, t, m, p.task_pool > 0 ? &pool : nullptr, out);
-  noise_levels(p, law, bases, t, m, out);
-  out_of_distribution(p, law, m, out);
+  check_stop(stop);
+  evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);
+  check_stop(stop);
+  if (p.task_pool > 0) pool_tasks(p, pool, bases, t, m, out, stop);
+  check_stop(stop);
+  if (p.rollout > 0) rollout(p, t, m, eval_set, out, stop);
+  check_stop(stop);
+  if (p.context_curve > 0) context_curve(p, law, bases, t, m, p.task_pool > 0 ? &pool : nullptr, out, stop);
+  check_stop(stop);
+  noise_levels(p, law, bases, t, m, out, stop);
+  check_stop(stop);
+  out_of_distribution(p, law, m, out, stop);
+  check_stop(stop);
   if (p.arch == Arch::lsa) learned_weights(p, law, trained, out);
   out.metrics["analysis_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return out;
@@ -755,8 +774,8 @@ Analysis analyse_typed(const Point& p, const Trained& trained) {
 
 }  // namespace
 
-Analysis analyse(const Point& p, const Trained& trained) {
-  return p.precision == Precision::f32 ? analyse_typed<float>(p, trained) : analyse_typed<double>(p, trained);
+Analysis analyse(const Point& p, const Trained& trained, const std::atomic<bool>* stop) {
+  return p.precision == Precision::f32 ? analyse_typed<float>(p, trained, stop) : analyse_typed<double>(p, trained, stop);
 }
 
 }  // namespace icl

@@ -65,6 +65,20 @@ int64_t uniform_index(uint64_t key, int64_t count) {
 
 }  // namespace
 
+double typical_input_scale(XDist x_dist, double x_param, int d) {
+  switch (x_dist) {
+    case XDist::gaussian: return 1.0;
+    case XDist::uniform: return x_param / std::sqrt(3.0);
+    case XDist::sphere: return 1.0 / std::sqrt(static_cast<double>(d));
+    case XDist::gamma: {
+      const double k = x_param;
+      const double median = k >= 1.0 ? gamma_scale(k) * (k - 1.0 / 3.0) : gamma_scale(k) * (k + 2.0 / 3.0) * std::exp2(-1.0 / k);
+      return std::sqrt(median / d);
+    }
+  }
+  return 1.0;
+}
+
 TaskLaw make_task_law(const Point& p) {
   TaskLaw law;
   law.d = p.d;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <limits>
 
+#include "icl/core/cancel.hpp"
 #include "icl/core/objective.hpp"
 
 namespace icl {
@@ -35,10 +36,12 @@ ModelShape gdpp_shape(const TaskBatch<double>& set, int K) {
 // The loss as a function of x = (eta_b, gamma_b) per block b (K blocks, or 1 when tied).
 class GdppLoss {
  public:
-  GdppLoss(const TaskBatch<double>& set, int K, bool tied)
-      : set_(set), blocks_(tied ? 1 : K), obj_(gdpp_shape(set, K), Param::gdpp, tied), theta_(3 * blocks_) {}
+  GdppLoss(const TaskBatch<double>& set, int K, bool tied, const std::atomic<bool>* stop = nullptr)
+      : set_(set), stop_(stop), blocks_(tied ? 1 : K), obj_(gdpp_shape(set, K), Param::gdpp, tied), theta_(3 * blocks_) {}
   int size() const { return 2 * blocks_; }
+  // One pass over the set; the stop flag is polled before each (cancel.hpp).
   double operator()(const std::vector<double>& x, std::vector<double>* grad) {
+    check_stop(stop_);
     for (int b = 0; b < blocks_; ++b) {
       theta_[3 * b + 0] = -x[2 * b + 1];
       theta_[3 * b + 1] = -x[2 * b + 0];
@@ -57,6 +60,7 @@ class GdppLoss {
 
  private:
   const TaskBatch<double>& set_;
+  const std::atomic<bool>* stop_;
   int blocks_;
   Objective<double> obj_;
   std::vector<double> theta_, g_;
@@ -159,9 +163,9 @@ double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, c
   return loss(x, grad);
 }
 
-GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd) {
+GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd, const std::atomic<bool>* stop) {
   const double unit = std::max(eta_gd, 1e-12);
-  GdppLoss loss(tune, K, true);
+  GdppLoss loss(tune, K, true, stop);
   std::vector<double> best = {eta_gd, 0.0};
   double best_f = loss(best, nullptr);
   if (K > 1)   // a coarse grid guards against starting in the wrong basin
@@ -181,10 +185,10 @@ GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd) {
 }
 
 GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tied, const GdppTuned* shorter,
-                             double eta_gd, const TaskBatch<double>* validation) {
+                             double eta_gd, const TaskBatch<double>* validation, const std::atomic<bool>* stop) {
   const int K = static_cast<int>(tied.eta.size());
   const double unit = std::max(eta_gd, 1e-12);
-  GdppLoss loss(tune, K, false);
+  GdppLoss loss(tune, K, false, stop);
   std::vector<bool> frozen(2 * K, false);
   frozen[2 * K - 1] = true;   // the last step's gamma does not act
   std::vector<std::vector<double>> starts;

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cmath>
 
+#include "icl/core/cancel.hpp"
+
 namespace icl {
 namespace {
 
@@ -15,9 +17,11 @@ double norm(const std::vector<double>& v) {
 
 }  // namespace
 
-std::vector<double> hessian_diagonal(Objective<double>& obj, const TaskBatch<double>& batch, const std::vector<double>& theta) {
+std::vector<double> hessian_diagonal(Objective<double>& obj, const TaskBatch<double>& batch, const std::vector<double>& theta,
+                                     const std::atomic<bool>* stop) {
   std::vector<double> H(theta.size()), gp, gm, t = theta;
   for (size_t i = 0; i < theta.size(); ++i) {
+    check_stop(stop);   // between parameters: two gradients on the fixed set each
     const double h = 1e-5 * std::max(1.0, std::fabs(theta[i]));
     t[i] = theta[i] + h;
     obj.loss_grad(batch, t, &gp);
@@ -56,7 +60,7 @@ double robust_condition_number(const std::vector<double>& H) {
   return a[mid] > 0 ? max / a[mid] : std::nan("");
 }
 
-Landscape::Landscape(const Point& p) : p_(p), obj_(p) {
+Landscape::Landscape(const Point& p, const std::atomic<bool>* stop) : p_(p), stop_(stop), obj_(p) {
   if (!on()) return;
   const TaskLaw law = make_task_law(p);
   fixed_.resize(p.hessian_tasks, p.d, p.n);
@@ -78,6 +82,7 @@ bool Landscape::wanted(int64_t step) const {
 
 void Landscape::measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) {
   const auto t0 = std::chrono::steady_clock::now();
+  check_stop(stop_);
   auto& S = measured_.series;
   std::vector<double> g_full, g;
   obj_.loss_grad(fixed_, theta, &g);
@@ -85,11 +90,12 @@ void Landscape::measure(int64_t step, const std::vector<double>& theta, const st
   S["landscape_grad_norm"].push_back(norm(g));
   obj_.loss_grad(full_, theta, &g_full);
   for (auto& b : batches_) {
+    check_stop(stop_);
     obj_.loss_grad(b, theta, &g);
     for (size_t i = 0; i < g.size(); ++i) g[i] -= g_full[i];
     S["landscape_grad_noise"].push_back(norm(g));   // kNoiseBatches values per step
   }
-  const std::vector<double> H = hessian_diagonal(obj_, fixed_, theta);
+  const std::vector<double> H = hessian_diagonal(obj_, fixed_, theta, stop_);
   S["landscape_hessian_cond"].push_back(robust_condition_number(H));
   S["landscape_hessian_diag"].insert(S["landscape_hessian_diag"].end(), H.begin(), H.end());   // #params per step
   S["landscape_smoothness"].push_back(update.empty() ? std::nan("") : directional_smoothness(obj_, fixed_, theta, update));

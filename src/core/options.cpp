@@ -6,7 +6,12 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <algorithm>
+#include <cstdio>
 #include <sstream>
+
+#include "icl/core/data.hpp"
+#include "icl/core/transformer.hpp"
 
 namespace icl {
 namespace {
@@ -367,6 +372,112 @@ void validate_transformer(const Point& p, const std::function<void(const char*, 
                        std::string(p.tokens == Tokens::classic ? "" : "+1") + " without an embedding)");
 }
 
+// Sizes.  The models index their parameters and each block of activations with int (params.hpp,
+// transformer.hpp, blocks.hpp's LaneMat), so every such count is formed here in double and refused above
+// kMaxIndexed = 2^31 - 1, at every context length the point runs: n (training and the evaluation set) and,
+// with the analysis, 2n (its out-of-distribution lengths) and 1..context_curve.
+constexpr double kMaxIndexed = 2147483647.0;
+
+std::string count_text(double x) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, x < 1e18 ? "%.0f" : "%.3g", x);
+  return buf;
+}
+
+void validate_sizes(const Point& p, const std::function<void(const char*, const std::string&)>& bad) {
+  const std::string limit = ", more than the limit of 2^31 - 1 = 2147483647 (the model indexes them with int)";
+  const double D = p.d + 1.0;
+  if (p.arch == Arch::lsa) {
+    const double PQ = 2.0 * p.layers * p.heads * D * D;
+    if (PQ > kMaxIndexed)
+      bad(p.layers > 1 ? "layers" : "heads", "P and Q have 2 x layers x heads x (d+1)^2 = 2 x " + std::to_string(p.layers) +
+                                                 " x " + std::to_string(p.heads) + " x " + std::to_string(p.d + 1) +
+                                                 "^2 = " + count_text(PQ) + " entries" + limit);
+  } else {
+    const TransformerShape s = transformer_shape(p);
+    const double params = transformer_param_count(s);
+    if (params > kMaxIndexed) {
+      // The option to name: layers when one layer fits, else the widening of the largest MLP, else the width.
+      TransformerShape one = s;
+      one.layers = 1;
+      const double E = s.E, HK = double(s.heads) * s.key, F = double(s.widening) * s.E, E0 = s.E_emb;
+      const double attention = 4 * E * HK, mlp = s.mlp ? 2 * E * F : 0, embed_mlp = s.embed == Embed::mlp ? 2 * E0 * s.widening * E0 : 0;
+      const char* who = s.weight_layers() > 1 && transformer_param_count(one) <= kMaxIndexed ? "layers"
+                        : std::max(mlp, embed_mlp) > attention                             ? "widening"
+                        : p.key_size > 0                                                   ? "key_size"
+                        : p.heads > 1                                                      ? "heads"
+                        : p.embed != Embed::none                                           ? "embed_size"
+                                                                                           : "pe_size";
+      bad(who, "the transformer has " + count_text(params) + " parameters (model width " + std::to_string(s.E) +
+                   ", heads x key size " + count_text(HK) + ", MLP width " + (s.mlp ? count_text(F) : "none") +
+                   ", embedding MLP width " + (s.embed == Embed::mlp ? count_text(double(s.widening) * E0) : "none") +
+                   ", " + std::to_string(s.weight_layers()) + " weight layers)" + limit);
+    }
+  }
+  // Activation blocks at each context length: (option to name, length, what it is).
+  struct Length { const char* option; double n; std::string what; };
+  std::vector<Length> lengths = {{"n", double(p.n), "n = " + std::to_string(p.n)}};
+  if (p.analysis) {
+    lengths.push_back({"n", 2.0 * p.n, "the analysis's out-of-distribution context length 2n = " + count_text(2.0 * p.n)});
+    if (p.context_curve > 0)
+      lengths.push_back({"context_curve", double(p.context_curve), "context length " + std::to_string(p.context_curve)});
+  }
+  for (const Length& len : lengths) {
+    std::vector<std::pair<std::string, double>> blocks;   // name, entries
+    if (p.arch == Arch::lsa) {
+      blocks.push_back({"tokens (d+1) x (n+1)", D * (len.n + 1)});
+      if (p.attention == Attention::softmax) blocks.push_back({"scores n x (n+1)", len.n * (len.n + 1)});
+    } else {
+      const TransformerShape s = transformer_shape(p);
+      const double T = p.tokens == Tokens::classic ? 2 * len.n + 1 : len.n + 1, E = s.E, HK = double(s.heads) * s.key;
+      blocks.push_back({"tokens (model width x tokens)", E * T});
+      blocks.push_back({"projections (heads x key size x tokens)", HK * T});
+      blocks.push_back({"scores (context tokens x tokens)", (T - 1) * T});
+      if (s.mlp) blocks.push_back({"MLP activations (widening x width x tokens)", double(s.widening) * E * T});
+      if (s.embed == Embed::mlp)
+        blocks.push_back({"embedding MLP activations (widening x embed_size x tokens)", double(s.widening) * s.E_emb * T});
+    }
+    const auto worst = std::max_element(blocks.begin(), blocks.end(),
+                                        [](const auto& a, const auto& b) { return a.second < b.second; });
+    if (worst->second > kMaxIndexed) {
+      bad(len.option, "at " + len.what + " one block of the model's " + worst->first + " has " + count_text(worst->second) +
+                          " entries" + limit);
+      break;   // the longer lengths only repeat it
+    }
+  }
+}
+
+// Scales.  Inputs, noise and the products the model forms of them (up to four input entries: Gamma = sum
+// x x^T times P, Q) must be representable in float32 (1e-38 .. 3e38) with room to spare: the typical size
+// of an input coordinate (x_dist's law times the square root of each cov eigenvalue) and every non-zero noise
+// level must lie in [kMinScale, kMaxScale].  Outside, inputs underflow to 0 (the point "learns" loss 0) or
+// overflow to inf.
+constexpr double kMinScale = 1e-6, kMaxScale = 1e6;
+
+void validate_scales(const Point& p, const std::function<void(const char*, const std::string&)>& bad) {
+  const std::string range = "[" + fmt(kMinScale) + ", " + fmt(kMaxScale) + "]";
+  auto outside = [](double x) { return !(x >= kMinScale && x <= kMaxScale); };
+  const double x = typical_input_scale(p.x_dist, p.x_param, p.d);
+  char size[32];
+  std::snprintf(size, sizeof size, "%.3g", x);
+  if (outside(x))
+    bad("x_dist", "the inputs' typical size per coordinate is " + std::string(size) + ": it must be in " + range +
+                      " so that inputs and their products are representable (not 0 or inf) in float32");
+  for (double l : p.cov_spectrum)
+    if (outside(std::sqrt(l))) {
+      bad("cov", "the eigenvalue " + fmt(l) + " gives inputs of size sqrt(" + fmt(l) + ") along it: every eigenvalue must be in [" +
+                     fmt(kMinScale * kMinScale) + ", " + fmt(kMaxScale * kMaxScale) +
+                     "] so that inputs and their products are representable (not 0 or inf) in float32");
+      break;
+    }
+  for (double s : p.noise_sigma)
+    if (s != 0.0 && outside(s)) {
+      bad("noise", "the level " + fmt(s) + " is not representable next to labels of size 1 (float32): a non-zero level must be in " +
+                       range + " (use 0 or none for no noise)");
+      break;
+    }
+}
+
 std::vector<OptionDef> make_table() {
   std::vector<OptionDef> t;
   t.push_back(int_option("d", "input dimension d", &Point::d, 1, 255));
@@ -498,6 +609,8 @@ std::vector<std::string> point_validate(const Point& p) {
   if (p.schedule == Schedule::step && p.decay_every == 0)
     bad("decay_every", "schedule = step needs decay_every >= 1");
   validate_transformer(p, bad);
+  validate_sizes(p, bad);
+  validate_scales(p, bad);
   if (p.task == Task::sine && p.d != 1) bad("task", "sine needs d = 1");
   if (p.task == Task::sine && (p.noise != NoiseKind::none || p.w_prior != WPrior::identity))
     bad("task", "sine has no label noise and no weight prior: use noise = none, w_prior = identity");

@@ -4,6 +4,7 @@
 #include <exception>
 
 #include "icl/core/analysis.hpp"
+#include "icl/core/cancel.hpp"
 #include "icl/core/copy.hpp"
 #include "icl/core/landscape.hpp"
 #include "icl/core/train.hpp"
@@ -22,10 +23,19 @@ Result trained(const Point& p, const std::atomic<bool>* cancel, const Leg& leg, 
     static_cast<Trained&>(r) = train(p, cancel, &copy);
     r.merge(copy.take());
   } else {
-    Landscape landscape(p);
+    Landscape landscape(p, cancel);
     static_cast<Trained&>(r) = train(p, cancel, landscape.on() ? &landscape : nullptr);
     r.merge(landscape.take());
   }
+  return r;
+}
+
+// A point stopped by `cancel` outside the training loop's own check (a landscape measurement, the analysis):
+// status cancelled, which a driver discards like a point stopped between steps.
+Result cancelled(const char* during) {
+  Result r = pending_result();   // NaN everywhere, as a point that did not finish
+  r.status = Status::cancelled;
+  r.message = std::string("cancelled during ") + during;
   return r;
 }
 
@@ -41,6 +51,8 @@ Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hoo
   try {
     if (hook) hook->enter("train");
     r = trained(p, cancel, leg, stopped);
+  } catch (const Cancelled&) {
+    return cancelled("the landscape measurements");
   } catch (const std::exception& e) {
     return failed_result(e.what());
   }
@@ -51,8 +63,10 @@ Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hoo
   if (r.status == Status::ok && p.analysis) {
     try {
       if (hook) hook->enter("analysis");
-      r.merge(analyse(p, r));
+      r.merge(analyse(p, r, cancel));
       r.analysis_status = AnalysisStatus::ok;
+    } catch (const Cancelled&) {   // nothing of the point is kept: the driver recomputes it
+      return cancelled("the analysis");
     } catch (const std::exception& e) {   // the training stays; no half-finished analysis
       r.analysis_status = AnalysisStatus::failed;
       r.analysis_message = e.what();

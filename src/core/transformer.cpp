@@ -56,6 +56,21 @@ double transformer_flops_per_task(const TransformerShape& s) {
   return 2.0 * 3.0 * (per_layer * s.layers + embed);   // backward ~ 2x forward
 }
 
+double transformer_param_count(const TransformerShape& s) {   // TransformerLayout's views, in double
+  const double E = s.E, HK = static_cast<double>(s.heads) * s.key, F = static_cast<double>(s.widening) * E,
+               E0 = s.E_emb, F0 = static_cast<double>(s.widening) * s.E_emb, bias = s.bias ? 1 : 0;
+  double count = 0;
+  if (s.embed != Embed::none) count += s.d_tok * E0 + bias * E0;
+  if (s.embed == Embed::mlp) count += E0 * F0 + F0 + F0 * E0 + E0;
+  for (int l = 0; l < s.weight_layers(); ++l) {
+    if (s.ln1_at(l)) count += 2 * E;
+    if (s.attention_at(l) == Attention::mix) count += 1;
+    count += 4 * E * HK + bias * (3 * HK + E);
+    if (s.mlp) count += (s.layer_norm ? 2 * E : 0) + 2 * E * F + bias * (F + E);
+  }
+  return count;
+}
+
 TransformerLayout::TransformerLayout(const TransformerShape& s) {
   if (s.embed != Embed::none) {
     embed_.W = add("emb.W", 0, s.d_tok, s.E_emb, s.d_tok, ViewInit::weight);

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 
+#include "icl/core/analysis.hpp"
 #include "icl/core/options.hpp"
 #include "icl/core/params.hpp"
 #include "icl/core/rng.hpp"
@@ -17,7 +18,82 @@
 namespace icl::sweep {
 namespace {
 constexpr double kNominalFlops = 5e10;   // a conservative single-core rate for estimates
+
+// The analysis's cost model (analysis.cpp, AnalysisSets), in FLOPs at the same nominal rate as training.
+// A model forward pass is a third of flops_per_task's forward + backward; the references (GD, GD++) are the
+// one-head linear model of K layers (model_flops_per_task).
+double reference_flops(const Point& p, int K, int n) {   // forward + backward, per task
+  ModelShape s;
+  s.d = p.d;
+  s.n = n;
+  s.layers = K;
+  s.heads = 1;
+  return model_flops_per_task(s);
 }
+
+// Per task of a set at context length m (task_set and the model runs of analysis.cpp): the trained model and
+// two references forward, each task's spectrum in three bases (Gram matrix 2 m d^2 and a symmetric
+// eigensolver ~ 10 d^3 each) and, with the pool, dMMSE against all M pool tasks (pool^T X and pool^T x_q:
+// 2 M (m+1) d, the residuals 2 M m, the log-posterior and its exponential ~ 30 M).
+double set_task_flops(const Point& p, int m, bool with_pool) {
+  Point q = p;
+  q.n = m;
+  const double d = p.d, M = static_cast<double>(p.task_pool);
+  const double spectra = 3 * (2.0 * m * d * d + 10 * d * d * d);
+  const double dmmse = with_pool && M > 0 ? 2 * M * (m + 1.0) * d + 2 * M * m + 30 * M : 0.0;
+  return flops_per_task(q) / 3 + 2 * reference_flops(p, p.layers, m) / 3 + spectra + dmmse;
+}
+
+// sum_{m=1}^{C} f(m) for f a polynomial of degree <= 2 in m (every cost above is: scores are m x (m+1)),
+// in closed form from f(1), f(2), f(3), so context_curve = 2^20 costs three evaluations.
+template <class F>
+double sum_over_lengths(F f, double C) {
+  if (C <= 3) {
+    double s = 0;
+    for (int m = 1; m <= C; ++m) s += f(m);
+    return s;
+  }
+  const double f1 = f(1), f2 = f(2), f3 = f(3);
+  const double c = (f3 - 2 * f2 + f1) / 2, b = f2 - f1 - 3 * c, a = f1 - b - c;   // f(m) = a + b m + c m^2
+  return a * C + b * C * (C + 1) / 2 + c * C * (C + 1) * (2 * C + 1) / 6;
+}
+
+// analyse(): the tuning (16,000 tasks' spectra and ~ 700 + 100 L closed-form evaluations of ~ 10 d each;
+// GD++ for every K = 1..L: a 9 x 9 grid and ~ 300 BFGS evaluations of the K-step model, forward and
+// backward, on 2,000 tasks, 3 validation passes on 10,000), the evaluation set (the model and three
+// references with their input gradients, the per-K references, spectra and dMMSE, Newton's 65 steps), the
+// pool's evaluation set, 8 noise levels and 8 out-of-distribution sets of 1,000 tasks (3 at lengths n/2,
+// n, 2n), the roll-out, and context_curve's 2,000 tasks at every length 1..n_test: quadratic in n_test.
+double analysis_flops(const Point& p) {
+  const int L = p.layers, n = p.n;
+  const double d = p.d, E = p.eval_tasks, per_task = flops_per_task(p), ref = reference_flops(p, L, n);
+  const double spectra = 3 * (2.0 * n * d * d + 10 * d * d * d);
+  const double sum_ref = ref * (L + 1) / 2;   // sum over K = 1..L of reference_flops(p, K, n): linear in K
+  const double tuning = AnalysisSets::tune * (spectra + 10 * d * (700 + 100.0 * L)) +
+                        (81 + 300.0) * AnalysisSets::tune_model * sum_ref + AnalysisSets::gdpp_validation * sum_ref;
+  const double dmmse = p.task_pool > 0 ? set_task_flops(p, n, true) - set_task_flops(p, n, false) : 0.0;
+  const double evaluation = E * (per_task + 3 * ref + 2 * sum_ref / 3 + spectra + dmmse + 10 * d * (65 + L));
+  const double pool = p.task_pool > 0 ? E * set_task_flops(p, n, true) : 0.0;
+  const double noise = 8.0 * AnalysisSets::noise * set_task_flops(p, n, false);
+  double ood = 5.0 * AnalysisSets::ood * (per_task + 2 * ref) / 3;
+  for (int m : {std::max(1, n / 2), n, 2 * n}) {
+    Point q = p;
+    q.n = m;
+    ood += AnalysisSets::ood * (flops_per_task(q) + 2 * reference_flops(p, L, m)) / 3;
+  }
+  double rollout = 0;
+  if (p.rollout > 0) {
+    Point q = p;
+    q.layers = p.rollout;
+    rollout = E * (flops_per_task(q) + reference_flops(p, p.rollout, n)) / 3;
+  }
+  const double curve = p.context_curve > 0 ? AnalysisSets::context * sum_over_lengths([&](int m) {
+    return set_task_flops(p, m, true);
+  }, p.context_curve) : 0.0;
+  return tuning + evaluation + pool + noise + ood + rollout + curve;
+}
+
+}  // namespace
 
 std::string canonical_text(const Spec& spec) {
   std::string s;
@@ -53,13 +129,14 @@ uint64_t spec_hash(const std::string& canonical) {
 double estimate_seconds(const Point& p) {
   const double per_task = flops_per_task(p);
   const double evals = static_cast<double>(eval_record_bound(p)) * p.eval_tasks * per_task / 3;
-  const double analysis = p.analysis ? 40000.0 * per_task / 3 + 2e5 * p.d * p.d : 0.0;
+  const double analysis = p.analysis ? analysis_flops(p) : 0.0;
   // Landscape (landscape.hpp): per measurement 2 #params + 2 gradients on the fixed set and 48 batches
   // for the gradient noise, in double (about twice the float cost).
   const double measurements = p.landscape_every > 0 ? std::ceil(static_cast<double>(p.steps) / p.landscape_every)
                                                     : static_cast<double>(p.landscape.size());
-  const double landscape = measurements * 2 * per_task *
-                           ((2.0 * ParamLayout(p).size() + 2) * p.hessian_tasks + 48.0 * p.batch);
+  const double D = p.d + 1.0, bound = 2.0 * p.layers * p.heads * D * D;   // ParamLayout counts in int: only when it fits
+  const double params = bound <= 2147483647.0 ? ParamLayout(p).size() : bound;
+  const double landscape = measurements * 2 * per_task * ((2.0 * params + 2) * p.hessian_tasks + 48.0 * p.batch);
   return (per_task * p.batch * static_cast<double>(p.steps) + evals + analysis + landscape) / kNominalFlops + 0.01;
 }
 

@@ -55,7 +55,7 @@ double objective_bytes(double L, double H, double d, double n, bool softmax, dou
 double transformer_bytes(const Point& p, double s) {
   const TransformerShape t = transformer_shape(p);
   const double T = t.T, nk = t.T - 1, E = t.E, HK = double(t.heads) * t.key, F = double(t.widening) * t.E,
-               L = t.layers, S = t.heads * nk * T, params = TransformerLayout(t).size();
+               L = t.layers, S = t.heads * nk * T, params = transformer_param_count(t);
   double lanes = (L + 1) * E * T + L * (3 * E * T + T + 4 * HK * T + 3 * S);
   if (t.mlp) lanes += L * (2 * E * T + T + 2 * F * T) + 2 * F * T;
   lanes += (t.d_tok + 3 * t.E_emb + 3 * double(t.widening) * t.E_emb) * T;   // tokens, embedding
@@ -92,7 +92,7 @@ PointMemory estimate_memory(const Point& p) {
   // Objective<T> for training, the landscape's Objective<double> (always built), theta, g, Adam state
   // and the landscape probe copies.
   m.model = p.arch == Arch::transformer
-                ? transformer_bytes(p, s) + 10 * 8 * TransformerLayout(transformer_shape(p)).size()
+                ? transformer_bytes(p, s) + 10 * 8 * transformer_param_count(transformer_shape(p))
                 : objective_bytes(L, H, d, n, softmax, s) + objective_bytes(L, H, d, n, softmax, 8) + 10 * 8 * params;
   if (!p.landscape.empty() || p.landscape_every > 0)
     m.landscape = batch_bytes(std::min(kFullBatches * B, double(kFullMax)), d, n, 8) + kNoiseBatches * batch_bytes(B, d, n, 8) +

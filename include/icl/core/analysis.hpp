@@ -11,6 +11,7 @@
 // out-of-distribution curves through the same code as the trained model.
 // Tuning (ConstRR's lambda, TunedRR's (c, t), GD's eta per K, GD++'s (eta, gamma) per step) uses a
 // separate seeded tuning set (Stream::tune), never the evaluation set.
+#include <atomic>
 #include <vector>
 
 #include "icl/core/data.hpp"
@@ -28,7 +29,9 @@ struct AnalysisSets {
 
 // Runs every analysis on `trained` (status ok) of point p, on the same evaluation set as training (redrawn
 // from its seed) and on sets of its own.  Throws on failure (run_point.hpp then keeps the training).
-Analysis analyse(const Point& p, const Trained& trained);
+// `stop` (optional, cancel.hpp) is polled between methods and between tasks or chunks of tasks (task sets,
+// model runs, GD++ evaluations, context lengths): when set, analyse throws Cancelled promptly.
+Analysis analyse(const Point& p, const Trained& trained, const std::atomic<bool>* stop = nullptr);
 
 // Dist(M, I) = |M - (tr M / d) I|_F / |M|_F  ([A23]): 0 for a multiple of the identity.
 double dist_to_identity(const Eigen::MatrixXd& M);

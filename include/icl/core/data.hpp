@@ -39,6 +39,11 @@ Eigen::MatrixXd haar_rotation(int d, uint64_t key);
 // For uniform, sphere and gamma inputs Sigma is their true covariance (a^2/3 I, I/d, E[G]/d I).
 // This is the law of fresh tasks: the test loss, the baselines' tuning and every analysis set draw from it.
 TaskLaw make_task_law(const Point& p);
+// The typical size of one input coordinate under x_dist (before cov, which only gaussian takes): gaussian 1,
+// uniform:a a/sqrt(3), sphere 1/sqrt(d), gamma:k sqrt(G/d) with G's median, scale (k - 1/3) for k >= 1 and,
+// for k < 1 where G = scale Gamma(k+1) U^(1/k), scale (k + 2/3) 2^(-1/k) (the median of U^(1/k)): a law with
+// k -> 0 keeps a finite mean while almost every input underflows to 0.  Validation (options.cpp) bounds it.
+double typical_input_scale(XDist x_dist, double x_param, int d);
 // What training draws from: make_task_law(p) with the pool of task_pool tasks and the set of
 // train_contexts contexts (each off when 0).
 TaskLaw training_law(const Point& p);

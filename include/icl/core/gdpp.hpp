@@ -7,6 +7,7 @@
 //   tied:      one (eta, gamma) for every step, the recurrent GD++ that [VO23] Fig. 3 plots beside its
 //              tied models (official code: gd_deq = True)
 // The last step's gamma never reaches the readout (it only moves x after y has read it): it is fixed at 0.
+#include <atomic>
 #include <vector>
 
 #include "icl/core/data.hpp"
@@ -38,8 +39,10 @@ double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, c
 // tuning tasks' spectra) that random starts find and that explode on rarer tasks, so they are not
 // searched.  Without `validation` the lower tuning loss wins (never above the tied one); with it, the
 // lowest validation loss among the refined points and the tied optimum.
-GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd);
+// `stop` (optional, cancel.hpp) is polled before every evaluation of the loss; when set they throw Cancelled.
+GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd, const std::atomic<bool>* stop = nullptr);
 GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tied, const GdppTuned* shorter,
-                             double eta_gd, const TaskBatch<double>* validation = nullptr);
+                             double eta_gd, const TaskBatch<double>* validation = nullptr,
+                             const std::atomic<bool>* stop = nullptr);
 
 }  // namespace icl

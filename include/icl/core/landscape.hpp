@@ -16,6 +16,7 @@
 //                      g_full the gradient on the "full" set (kFullBatches x batch tasks, at most 65,536)
 // Each measurement costs about 2 x #params gradients on the fixed set plus 1 + kNoiseBatches / kFullBatches
 // full-set ones: opt-in, never part of training time.
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -25,8 +26,10 @@
 
 namespace icl {
 
-// Diagonal of the Hessian of obj's loss on `batch` at theta (central differences of the gradient).
-std::vector<double> hessian_diagonal(Objective<double>& obj, const TaskBatch<double>& batch, const std::vector<double>& theta);
+// Diagonal of the Hessian of obj's loss on `batch` at theta (central differences of the gradient); `stop`
+// (optional, cancel.hpp) is polled before each parameter's pair of gradients: set, it throws Cancelled.
+std::vector<double> hessian_diagonal(Objective<double>& obj, const TaskBatch<double>& batch, const std::vector<double>& theta,
+                                     const std::atomic<bool>* stop = nullptr);
 // u^T H u / |u|^2 at theta (central difference of the gradient along u).
 double directional_smoothness(Objective<double>& obj, const TaskBatch<double>& batch, const std::vector<double>& theta,
                               const std::vector<double>& u);
@@ -42,7 +45,8 @@ constexpr uint64_t kFixedSeed = 0xA24;
 class Landscape : public TrainObserver {
  public:
   static constexpr int kNoiseBatches = 32, kFullBatches = 16, kFullMax = 65536;
-  explicit Landscape(const Point& p);
+  // `stop` (optional): polled between the measurement's gradients (cancel.hpp); set, measure throws Cancelled.
+  explicit Landscape(const Point& p, const std::atomic<bool>* stop = nullptr);
   bool on() const { return !p_.landscape.empty() || p_.landscape_every > 0; }
   bool wanted(int64_t step) const override;
   const TaskBatch<double>& fixed_set() const { return fixed_; }
@@ -54,6 +58,7 @@ class Landscape : public TrainObserver {
 
  private:
   const Point& p_;
+  const std::atomic<bool>* stop_;
   Objective<double> obj_;
   TaskBatch<double> fixed_, full_;
   std::vector<TaskBatch<double>> batches_;

@@ -20,8 +20,9 @@ struct StageHook {
   virtual void enter(const char* stage) = 0;
 };
 
-// `cancel` (optional) is polled once per training step; a cancelled point has status cancelled, which a
-// driver discards: cancellation never changes a recorded result.
+// `cancel` (optional) is polled once per training step, in the landscape measurements and throughout the
+// analysis (cancel.hpp: between methods and between tasks or chunks of them); a cancelled point has
+// status cancelled, which a driver discards: cancellation never changes a recorded result.
 // `leg` (train.hpp): successive halving trains a point in legs.  One that stops before p.steps with
 // status ok is not analysed and fills `stopped` with its checkpoint; one that ends at p.steps is analysed
 // like a point trained straight through, and has its bits (timings aside).

@@ -48,6 +48,10 @@ TransformerShape transformer_shape(const Point& p);
 // Multiply-adds x 2 of one forward + backward pass on one task.
 double transformer_flops_per_task(const TransformerShape& s);
 
+// The number of parameters, TransformerLayout(s).size(), counted in double: the layout counts in int, so
+// this is what validation checks against the limit of 2^31 - 1 (options.cpp) before any layout is built.
+double transformer_param_count(const TransformerShape& s);
+
 // What a parameter view initialises to: variance-scaled weights, zeros, ones.
 enum class ViewInit { weight, zero, one };
 
