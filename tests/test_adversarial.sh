@@ -69,7 +69,7 @@ sleep 2
 rm -f "$dir/lock.h5.lock" "$dir/lock.h5"
 for flag in --resume --force; do
   out=$(run1 "$slow" -o "$dir/lock.h5" $flag 2>&1); rc=$?
-  [ $rc -eq 2 ] && grep -qF "another icl-sweep run is writing it" <<<"$out" && ok "second run ($flag) refused while the first runs" \
+  [ $rc -eq 75 ] && grep -qF "another icl-sweep run is writing it" <<<"$out" && ok "second run ($flag) refused while the first runs" \
     || fail "second run $flag: rc $rc: $out"
 done
 st=$("$bin" status "$dir/lock.h5" 2>/dev/null | grep '^sweep')

@@ -53,7 +53,7 @@ setsid mpiexec --oversubscribe -n 1 "$bin" run "$src/specs/sweep_kill.ini" -o "$
 pid=$!
 sleep 1
 out=$(mpi 1 "$bin" run "$src/specs/sweep_kill.ini" -o "$dir/two.h5" --resume 2>&1); rc=$?
-[ $rc -eq 2 ] && grep -qF "another icl-sweep run is writing it" <<<"$out" && ok "a second run on the same output is refused" \
+[ $rc -eq 75 ] && grep -qF "another icl-sweep run is writing it" <<<"$out" && ok "a second run on the same output is refused" \
   || fail "second concurrent run: rc $rc: $out"
 kill -USR1 $pid; wait $pid
 

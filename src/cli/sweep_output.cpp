@@ -170,7 +170,10 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
   if (dir_exists && !S_ISDIR(st.st_mode)) throw io::IoError("'" + dir_ + "' exists and is not a directory: move it away");
   const bool output_exists = cli::path_exists(out_) || dir_exists;
   if (output_exists && !opt.resume && !opt.force) return refuse(out_, "the sweep output exists; pass --resume to continue it or --force to start over");
-  if (!lock(wait_lock)) return refuse(out_, "another icl-sweep run is writing it (a run, or the merge after one: it holds the lock on " + dir_ + "/)");
+  if (!lock(wait_lock)) {
+    refuse(out_, "another icl-sweep run is writing it (a run, or the merge after one: it holds the lock on " + dir_ + "/); try again later");
+    return kExitBusy;
+  }
 
   // Temporaries of this sweep's merges that were killed: no one else can be writing them now.
   const std::string stem = base_of(out_) + ".icl-merge-" + hash_text() + "-";
