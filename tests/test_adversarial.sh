@@ -190,5 +190,106 @@ kill -USR1 $pid; wait $pid
 read -r st n <<<"$out"
 [ "$st" = running ] && [ "${n:-0}" -ge 1 ] && ok "live view: the loader reads $n finished points of a running sweep" || fail "live view: $out"
 
+# 9. Ctrl-C (SIGINT to mpirun's process group, as a terminal sends it) and SIGTERM to mpirun: a message,
+#    OUT.h5 holds every stored point and is not `running`, no temporary left, --resume completes it.
+for sig in INT TERM; do
+  rm -rf "$dir/c$sig.h5" "$dir/c$sig.h5.points"
+  setsid mpiexec --oversubscribe -n 2 "$bin" run "$slow" -o "$dir/c$sig.h5" --quiet > "$dir/c$sig.out" 2>&1 &
+  pid=$!
+  wait_done "$dir/c$sig.h5" 2
+  kill -$sig -- -$pid; wait $pid; rc=$?
+  sleep 1
+  stored=$(done_of "$dir/c$sig.h5"); st=$(state "$dir/c$sig.h5")
+  rows=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/c$sig.h5")
+  if grep -q "stop signal: no new points" "$dir/c$sig.out" && [ "$st" != running ] && [ "$rows" = "$stored" ] && [ "$stored" -ge 2 ] \
+     && ! ls "$dir" | grep -q "^c$sig.h5.*tmp"; then
+    ok "SIG$sig to mpirun (rc $rc): message, state $st, $rows finished rows in OUT.h5 = $stored stored, no temporary"
+  else
+    fail "SIG$sig to mpirun: rc $rc, state $st, rows $rows, stored $stored: $(cat "$dir/c$sig.out")"
+  fi
+  run1 "$slow" -o "$dir/c$sig.h5" --resume || fail "resume after SIG$sig"
+  compare "$dir/refk.h5" "$dir/c$sig.h5" "SIG$sig + resume == uninterrupted"
+done
+# ... and a job that dies before its final merge (every rank killed -9, as mpirun does one second after
+#    Ctrl-C to ranks that cannot stop in time): the merge process of rank 0 writes OUT.h5 for it.
+setsid mpiexec --oversubscribe -n 2 "$bin" run "$slow" -o "$dir/k9.h5" --quiet --merge-every 0 >/dev/null 2>&1 &
+pid=$!
+wait_done "$dir/k9.h5" 2
+pkill -9 -s $pid; wait $pid 2>/dev/null
+for _ in $(seq 100); do [ "$(state "$dir/k9.h5")" != running ] && break; sleep 0.1; done
+stored=$(done_of "$dir/k9.h5")
+rows=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/k9.h5")
+[ "$(state "$dir/k9.h5")" = incomplete ] && [ "$rows" = "$stored" ] && [ "$rows" -ge 2 ] \
+  && ok "job killed before its final merge (--merge-every 0): OUT.h5 merged after it, $rows rows, incomplete" \
+  || fail "killed job: state $(state "$dir/k9.h5"), rows $rows, stored $stored"
+run1 "$slow" -o "$dir/k9.h5" --resume || fail "resume after the killed job"
+compare "$dir/refk.h5" "$dir/k9.h5" "killed job + merge after it + resume == uninterrupted"
+
+# 10. OUT.h5.points/ deleted while the sweep runs (--merge-every 1): an I/O error (exit 1), the rows already
+#     merged into OUT.h5 stay, --resume takes them back and completes.
+"$bin" run "$slow" -o "$dir/del.h5" --quiet --merge-every 1 > "$dir/del.out" 2>&1 &
+pid=$!
+wait_done "$dir/del.h5" 3; sleep 1.5
+merged=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/del.h5")
+rm -rf "$dir/del.h5.points"
+wait $pid; rc=$?
+after=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/del.h5")
+[ $rc -eq 1 ] && grep -q "I/O error" "$dir/del.out" && [ "$after" -ge "$merged" ] && [ "$merged" -ge 1 ] \
+  && ok "logs deleted mid-run: exit 1 ('$(grep -m1 'I/O error' "$dir/del.out" | cut -c1-90)...'), OUT.h5 keeps $after rows" \
+  || fail "logs deleted mid-run: rc $rc, merged $merged, after $after: $(cat "$dir/del.out")"
+run1 "$slow" -o "$dir/del.h5" --resume || fail "resume after the logs were deleted"
+compare "$dir/refk.h5" "$dir/del.h5" "logs deleted mid-run + resume == uninterrupted"
+
+# 11. A damaged identity: one flipped root attribute (written_utc) refuses --resume with any spec (exit 2,
+#     file untouched); a complete file is replaced only by --force.
+cp "$dir/ref.h5" "$dir/id.h5"; cp -r "$dir/ref.h5.points" "$dir/id.h5.points"
+"$py" - "$dir/id.h5" <<'PY'
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    f.attrs["written_utc"] = "2000-01-01T00:00:00Z"
+PY
+before=$(md5sum < "$dir/id.h5")
+for extra in "--steps 7" ""; do
+  out=$(run1 "$spec" -o "$dir/id.h5" --resume $extra 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q "identity attributes" <<<"$out" && [ "$(md5sum < "$dir/id.h5")" = "$before" ] \
+    && ok "damaged identity: --resume ${extra:-(same spec)} refused, file untouched" || fail "damaged identity ($extra): rc $rc: $out"
+done
+"$bin" verify "$dir/id.h5" --repair --spec "$spec" >/dev/null 2>&1 && "$bin" verify "$dir/id.h5" >/dev/null 2>&1 \
+  && ok "damaged identity: verify --repair --spec restores it" || fail "damaged identity: repair"
+compare "$dir/ref.h5" "$dir/id.h5" "damaged identity repaired == original"
+
+# 12. verify --repair --spec on a file whose spec attribute is damaged and whose logs are gone: every row
+#     whose digest checks is kept (one row damaged besides: only it becomes pending).
+cp "$dir/ref.h5" "$dir/sp.h5"
+"$py" - "$dir/sp.h5" <<'PY'
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    f.attrs["spec"] = "layers = 9\n"
+    f["metrics/test_loss"][7] = 1.0
+PY
+out=$("$bin" verify "$dir/sp.h5" --repair --spec "$spec" 2>&1); rc=$?
+n=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/sp.h5")
+[ $rc -eq 0 ] && [ "$n" = 15 ] && ok "repair without logs and with a damaged spec keeps the 15 intact rows" || fail "repair keeps rows: rc $rc, $n ok: $out"
+
+# 13. The loader and the report check the row digests: a changed value is named, never read as data.
+cp "$dir/ref.h5" "$dir/ld.h5"
+"$py" - "$dir/ld.h5" <<'PY'
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    f["points/message"][4] = b"fabricated"
+    f["metrics/test_loss"][9] = 0.0
+PY
+out=$(PYTHONPATH="$src/../tools/python" "$py" -W always -c "
+import sys, numpy as np, icl_sweep
+s = icl_sweep.open_sweep(sys.argv[1])
+print(list(s.damaged), s.points['status'][9], np.isnan(s.metrics['test_loss'][9]))" "$dir/ld.h5" 2>&1)
+grep -q "\[4, 9\] damaged True" <<<"$out" && grep -q "2 row(s) damaged" <<<"$out" && ok "loader: damaged rows 4 and 9 named, NaN" || fail "loader digests: $out"
+out=$("$src/../tools/icl-report" "$dir/ld.h5" -o "$dir/ld_report" 2>&1)
+grep -q "2 row(s) damaged" <<<"$out" && ok "icl-report names the damaged rows" || fail "report digests: $out"
+
+# 14. Single-bit flips anywhere in OUT.h5: each detected (verify exits 1 or the file does not open) or
+#     invisible to a reader; never a silent change.
+"$py" "$src/flip_bytes.py" "$bin" "$dir/ref.h5" "$dir" 40 7 && ok "40 random bit flips of OUT.h5: none silent" || fail "bit flips"
+
 echo "adversarial tests: $failures failed"
 exit $failures

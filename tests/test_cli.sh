@@ -58,5 +58,8 @@ for spec in "$root"/jobs/presets/*.ini "$root"/jobs/presets/reduced/*.ini; do
   name=$(basename "$spec")
   [ "$name" = quickstart.ini ] || [ -e "$root/jobs/presets/reduced/$name" ] || { echo "FAIL: $name has no reduced variant"; fail=1; }
 done
+# README's HDF5 layout table is the declared layout (src/io/layout.cpp), word for word.
+readme=$(sed -n '/^<!-- layout: icl-sweep layout -->$/,/^<!-- \/layout -->$/p' "$root/README.md" | sed '1d;$d')
+[ -n "$readme" ] && [ "$readme" = "$("$bin" layout)" ] || { echo "FAIL: README's layout table differs from 'icl-sweep layout'"; fail=1; }
 [ $fail -eq 0 ] && echo "cli contract: all checks passed"
 exit $fail

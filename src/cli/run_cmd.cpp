@@ -14,6 +14,8 @@
 // at most about a second of results.  SIGTERM / SIGUSR1 / SIGINT stop handing out points, abandon the
 // ones in flight at their next step, merge what is done and exit 0.  An I/O failure on any rank (disk
 // full, ...) stops the whole sweep: every rank exits 1, everything stored stays, --resume continues.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <boost/program_options.hpp>
@@ -21,6 +23,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -29,6 +32,7 @@
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
+#include "icl/cli/stop_merge.hpp"
 #include "icl/cli/sweep_loop.hpp"
 #include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
@@ -46,7 +50,13 @@ namespace icl::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-extern "C" void on_stop_signal(int) { g_stop.store(true); }
+std::atomic<int> g_signal{0};
+char g_stop_message[512] = "";   // rank 0's word at the first stop signal, written while mpirun still forwards it
+extern "C" void on_stop_signal(int s) {
+  if (g_signal.exchange(s) == 0 && g_stop_message[0])
+    if (::write(2, g_stop_message, std::strlen(g_stop_message)) < 0) {}
+  g_stop.store(true);
+}
 
 using io::utc_now;
 
@@ -329,6 +339,13 @@ int run_main(int argc, char** argv) {
   int64_t done_before = 0;
   code = open_output(args, output, attrs, &finished_before, &done_before);
   if (code != 0) return finish(code);
+  std::unique_ptr<StopMerge> stop_merge;   // writes the final merge should this process die before it does
+  if (root) {
+    stop_merge = std::make_unique<StopMerge>(args.out);
+    std::snprintf(g_stop_message, sizeof g_stop_message,
+                  "icl-sweep: stop signal: no new points; finished points are kept and merged into %s as the ranks stop "
+                  "(icl-sweep status %s; continue with --resume)\n", args.out.c_str(), args.out.c_str());
+  }
   install_stop_handlers();   // again, in case the MPI library's start-up replaced a handler
 
   // Loop: every rank trains the points it takes; rank 0's monitor prints progress and merges meanwhile.
@@ -350,10 +367,13 @@ int run_main(int argc, char** argv) {
   if (root) {
     int64_t done = 0;
     if (const int merged = output.end(attrs, &done)) code = merged;
+    stop_merge->done();
     if (code == 0) print_end(args, output, done, totals, spec.halving.on());
     std::fflush(stdout);
   }
-  return finish(par::max_int(code));
+  code = par::max_int(code);
+  if (code == 0 && par::max_int(g_signal.load() == SIGINT ? 1 : 0)) code = kExitInterrupted;   // Ctrl-C: the shell's 130
+  return finish(code);
 }
 
 }  // namespace icl::cli

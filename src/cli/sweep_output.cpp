@@ -4,17 +4,22 @@
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <csignal>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
 
 #include "icl/cli/cli.hpp"
+#include "icl/cli/spec_file.hpp"
+#include "icl/cli/stop_merge.hpp"
+#include "icl/core/options.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/layout.hpp"
 
@@ -47,7 +52,10 @@ int refuse(const std::string& out, const std::string& why) {
 // The rows of OUT.h5 as the index holds them: the grid's points, the logs' best records.
 class IndexedRows : public io::RowSource {
  public:
-  IndexedRows(const sweep::Grid& grid, const LogIndex& index) : grid_(grid), index_(index) {}
+  IndexedRows(const sweep::Grid& grid, const LogIndex& index) : grid_(grid), index_(index) {
+    for (const OptionDef& o : option_table()) places_.push_back(grid.place(o.name));
+  }
+  int64_t option_key(int64_t i, size_t k) const override { return places_[k].key(i); }
   int64_t size() const override { return grid_.size(); }
   void rows(int64_t first, int64_t n, const Visit& visit) const override {
     static const Result pending = pending_result();
@@ -65,6 +73,7 @@ class IndexedRows : public io::RowSource {
  private:
   const sweep::Grid& grid_;
   const LogIndex& index_;
+  std::vector<sweep::Grid::Place> places_;
 };
 
 }  // namespace
@@ -91,6 +100,41 @@ bool sweep_running(const std::string& dir) {
   ::close(fd);
   return held;
 }
+
+// The grid of `spec_file`, or else of the spec stored in OUT.h5 (read as `run` reads a spec file).
+bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Spec* spec, sweep::Grid* grid, std::string* why) {
+  char path[] = "/tmp/icl-verify-spec-XXXXXX";
+  if (spec_file.empty()) {
+    std::string text;
+    try {
+      text = io::get_attr_string(io::File::open_read(out), "/", "spec");
+    } catch (const std::exception& e) {
+      *why = e.what();
+      return false;
+    }
+    const int fd = ::mkstemp(path);
+    if (fd < 0) { *why = "cannot create a temporary file"; return false; }
+    ::close(fd);
+    std::ofstream(path) << text;
+  }
+  std::vector<std::string> errors;
+  const bool ok = read_spec(spec_file.empty() ? path : spec_file, {}, spec, &errors) && sweep::expand(*spec, grid, &errors);
+  if (spec_file.empty()) ::unlink(path);
+  if (!ok) *why = errors.empty() ? "the spec does not parse" : errors[0];
+  return ok;
+}
+
+
+namespace {
+
+// A merge after a stopped run holds the lock: its marker names a live process.
+bool merge_in_progress(const std::string& dir) {
+  std::ifstream in(merging_marker(dir));
+  long pid = 0;
+  return in >> pid && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
+}
+
+}  // namespace
 
 // --- LogIndex ------------------------------------------------------------------------------
 
@@ -175,6 +219,7 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
     return kExitBusy;
   }
 
+  std::remove(merging_marker(dir_).c_str());   // a merge that was killed: the lock is ours now
   // Temporaries of this sweep's merges that were killed: no one else can be writing them now.
   const std::string stem = base_of(out_) + ".icl-merge-" + hash_text() + "-";
   for (const std::string& name : entries(parent))
@@ -267,10 +312,19 @@ bool SweepOutput::lock(bool wait) {
   lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
   if (wait) return ::flock(lock_fd_, LOCK_EX) == 0;
-  // `status` probes the lock with a momentary shared lock: retry briefly before calling it another run's.
-  bool locked = false;
-  for (int k = 0; k < 20 && !(locked = ::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0); ++k) ::usleep(50000);
-  return locked;
+  // `status` probes the lock with a momentary shared lock: retry briefly before calling it another run's;
+  // the merge after a stopped run (stop_merge.hpp) is waited for, up to ten minutes.
+  bool told = false;
+  for (int k = 0; k < 12000; ++k) {
+    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) return true;
+    if (k >= 20 && !merge_in_progress(dir_)) return false;
+    if (k >= 20 && !told) {
+      std::cerr << "icl-sweep: waiting for the merge after the previous run (" << merging_marker(dir_) << ")\n";
+      told = true;
+    }
+    ::usleep(50000);
+  }
+  return false;
 }
 
 const LogIndex& SweepOutput::index(bool final) const {

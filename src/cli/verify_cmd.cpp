@@ -16,32 +16,6 @@
 #include "icl/io/point_log.hpp"
 
 namespace icl::cli {
-namespace {
-
-// The grid of `spec_file`, or else of the spec stored in OUT.h5 (read as `run` reads a spec file).
-bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Spec* spec, sweep::Grid* grid, std::string* why) {
-  char path[] = "/tmp/icl-verify-spec-XXXXXX";
-  if (spec_file.empty()) {
-    std::string text;
-    try {
-      text = io::get_attr_string(io::File::open_read(out), "/", "spec");
-    } catch (const std::exception& e) {
-      *why = e.what();
-      return false;
-    }
-    const int fd = ::mkstemp(path);
-    if (fd < 0) { *why = "cannot create a temporary file"; return false; }
-    ::close(fd);
-    std::ofstream(path) << text;
-  }
-  std::vector<std::string> errors;
-  const bool ok = read_spec(spec_file.empty() ? path : spec_file, {}, spec, &errors) && sweep::expand(*spec, grid, &errors);
-  if (spec_file.empty()) ::unlink(path);
-  if (!ok) *why = errors.empty() ? "the spec does not parse" : errors[0];
-  return ok;
-}
-
-}  // namespace
 
 int verify_main(int argc, char** argv) {
   bool repair = false, mixed = false;

@@ -1,5 +1,7 @@
 #include "icl/io/h5.hpp"
 
+#include "icl/io/io_stats.hpp"
+
 #include <hdf5.h>
 
 #include <algorithm>
@@ -324,6 +326,7 @@ std::vector<std::string> list(const File& f, const std::string& group_path) {
     static_cast<std::vector<std::string>*>(out)->push_back(name);
     return 0;
   };
+  io_stats().hdf5_calls += 1;
   // One iteration over the name index (H5Lget_name_by_idx per entry is quadratic in the group's size).
   check(H5Literate(group.id(), H5_INDEX_NAME, H5_ITER_INC, nullptr, add, &names), "H5Literate", ctx);
   std::sort(names.begin(), names.end());
@@ -390,6 +393,7 @@ Rows Rows::open(const File& f, const std::string& path) {
 }
 
 void Rows::describe() {
+  io_stats().hdf5_calls += 1;
   Object space = own(H5Dget_space(id()), "H5Dget_space", where_);
   const std::vector<uint64_t> dims = shape_of(space, where_);
   if (dims.empty() || dims.size() > 2 || (dims.size() == 2 && dims[1] == 0))
@@ -419,6 +423,8 @@ void Rows::describe() {
 
 void Rows::write(uint64_t first, uint64_t n, const void* data) {
   if (n == 0) return;
+  io_stats().hdf5_calls += 1;
+  io_stats().rows_written += static_cast<int64_t>(n);
   if (first + n > rows_) fail("rows " + std::to_string(first) + ".." + std::to_string(first + n) + " beyond " + std::to_string(rows_), where_);
   Object file_space = own(H5Dget_space(id()), "H5Dget_space", where_);
   select_rows(file_space, first, n, width_, where_);
@@ -428,6 +434,8 @@ void Rows::write(uint64_t first, uint64_t n, const void* data) {
 
 void Rows::read(uint64_t first, uint64_t n, void* data) const {
   if (n == 0) return;
+  io_stats().hdf5_calls += 1;
+  io_stats().rows_read += static_cast<int64_t>(n);
   if (first + n > rows_) fail("rows " + std::to_string(first) + ".." + std::to_string(first + n) + " beyond " + std::to_string(rows_), where_);
   Object file_space = own(H5Dget_space(id()), "H5Dget_space", where_);
   select_rows(file_space, first, n, width_, where_);

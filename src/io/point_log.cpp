@@ -20,6 +20,7 @@
 #include "icl/build_info.hpp"
 #include "icl/core/rng.hpp"
 #include "icl/io/io_error.hpp"
+#include "icl/io/io_stats.hpp"
 
 namespace icl::io {
 namespace {
@@ -173,6 +174,7 @@ std::string payload_of(const std::string& record, const char* magic, uint64_t sp
 }
 
 bool decode_point(const std::string& record, uint64_t spec_hash, LoggedPoint* out, std::string* why) {
+  io_stats().records_decoded += 1;
   const std::string payload = payload_of(record, kMagic, spec_hash, why);
   if (payload.empty()) return false;
   Reader rd{payload};
@@ -199,6 +201,7 @@ std::string encode_rung(int64_t index, int rung, uint64_t spec_hash, double fini
 }
 
 bool decode_rung(const std::string& record, uint64_t spec_hash, LoggedRung* out, std::string* why) {
+  io_stats().records_decoded += 1;
   const std::string payload = payload_of(record, kRungMagic, spec_hash, why);
   if (payload.empty()) return false;
   Reader rd{payload};

@@ -21,6 +21,7 @@
 #include "icl/core/options.hpp"
 #include "icl/core/transformer.hpp"
 #include "icl/io/h5.hpp"
+#include "icl/io/io_stats.hpp"
 #include "icl/io/layout.hpp"
 #include "icl/io/point_log.hpp"
 #include "integrity.hpp"
@@ -61,12 +62,46 @@ std::string transformer_views(const Point& p) {
   return s;
 }
 
+// The value of every option at a row, formatted (and parsed) once per distinct value where the source
+// says which rows share one.
+class OptionCells {
+ public:
+  struct Cell {
+    std::string text;
+    int64_t integer = 0;
+    double real = 0;
+  };
+  explicit OptionCells(const RowSource& rows) : rows_(rows), cache_(option_table().size()) {}
+  const Cell& at(size_t k, int64_t i, const Point& p) {
+    const int64_t key = rows_.option_key(i, k);
+    if (key < 0) return scratch_ = make(k, p);
+    auto it = cache_[k].find(key);
+    if (it == cache_[k].end()) it = cache_[k].emplace(key, make(k, p)).first;
+    return it->second;
+  }
+
+ private:
+  static Cell make(size_t k, const Point& p) {
+    io_stats().rows_formatted += 1;
+    const OptionDef& o = option_table()[k];
+    Cell c{o.get(p)};
+    if (o.column == Column::integer) c.integer = std::stoll(c.text);
+    if (o.column == Column::real) c.real = std::stod(c.text);
+    return c;
+  }
+  const RowSource& rows_;
+  std::vector<std::map<int64_t, Cell>> cache_;
+  Cell scratch_;
+};
+
 // One row of a point, as the columns read it.
 struct RowView {
+  int64_t i;
   const Point& p;
   int replica;
   const Result& r;
   int64_t build;   // index into the builds, -1 for none
+  OptionCells& options;
 };
 
 // A row dataset: its path, stored type and width, its attributes, and how a row's bytes are made.
@@ -116,15 +151,15 @@ struct Shapes {
   }
 };
 
-Shapes measure(const RowSource& rows) {
+Shapes measure(const RowSource& rows, OptionCells& options) {
   Shapes s;
-  rows.rows(0, rows.size(), [&](int64_t, const Point& p, int, const Result& r, const std::string& build) {
+  rows.rows(0, rows.size(), [&](int64_t i, const Point& p, int, const Result& r, const std::string& build) {
     for (const auto& kv : r.metrics) s.metrics[kv.first] = true;
     for (const auto& [name, v] : r.series) s.series[name] = std::max<uint64_t>({s.series[name], v.size(), 1});
     s.layers = std::max<uint64_t>(s.layers, r.layer_test_loss.size());
     s.curve = std::max<uint64_t>(s.curve, r.curve_step.size());
-    for (const OptionDef& o : option_table())
-      if (o.column == Column::text) s.widen("/points/" + o.name, o.get(p).size());
+    for (size_t k = 0; k < option_table().size(); ++k)
+      if (option_table()[k].column == Column::text) s.widen("/points/" + option_table()[k].name, options.at(k, i, p).text.size());
     s.widen("/points/status", std::strlen(status_name(r.status)));
     s.widen("/points/message", r.message.size());
     s.widen("/points/analysis_status", std::strlen(analysis_status_name(r.analysis_status)));
@@ -150,17 +185,18 @@ std::vector<std::pair<std::string, std::string>> registry_attrs(const std::strin
 // Every row dataset, in the order they are written.
 std::vector<Dataset> columns(const Shapes& s, int64_t* flat_start) {
   std::vector<Dataset> c;
-  for (const OptionDef& o : option_table()) {
+  for (size_t k = 0; k < option_table().size(); ++k) {
+    const OptionDef& o = option_table()[k];
     const std::string path = "/points/" + o.name;
     Dataset col{path, o.column == Column::text ? Type::text : o.column == Column::integer ? Type::i64 : Type::f64, 0, 0, {}, {}};
     col.attrs = {{"help", o.help}};
     if (o.column == Column::text) {
       col.text_bytes = s.text.at(path);
-      col.fill = [&o, bytes = col.text_bytes](const RowView& v, char* out) { put_text(out, bytes, o.get(v.p)); };
+      col.fill = [k, bytes = col.text_bytes](const RowView& v, char* out) { put_text(out, bytes, v.options.at(k, v.i, v.p).text); };
     } else if (o.column == Column::integer) {
-      col.fill = [&o](const RowView& v, char* out) { const int64_t x = std::stoll(o.get(v.p)); std::memcpy(out, &x, 8); };
+      col.fill = [k](const RowView& v, char* out) { std::memcpy(out, &v.options.at(k, v.i, v.p).integer, 8); };
     } else {
-      col.fill = [&o](const RowView& v, char* out) { const double x = std::stod(o.get(v.p)); std::memcpy(out, &x, 8); };
+      col.fill = [k](const RowView& v, char* out) { std::memcpy(out, &v.options.at(k, v.i, v.p).real, 8); };
     }
     c.push_back(std::move(col));
   }
@@ -251,7 +287,7 @@ void write_attributes(File& f, int64_t n_points, const std::string& spec_text, c
 }
 
 // The second pass: blocks of rows into every dataset, each row's digest summed from the bytes written.
-void write_rows(File& f, const RowSource& rows, const Shapes& s) {
+void write_rows(File& f, const RowSource& rows, const Shapes& s, OptionCells& options) {
   const auto P = static_cast<uint64_t>(rows.size());
   int64_t flat_start[2] = {0, 0};
   std::vector<Dataset> cols = columns(s, flat_start);
@@ -280,7 +316,7 @@ void write_rows(File& f, const RowSource& rows, const Shapes& s) {
     rows.rows(static_cast<int64_t>(first), static_cast<int64_t>(n),
               [&](int64_t i, const Point& p, int replica, const Result& r, const std::string& build) {
                 const uint64_t j = static_cast<uint64_t>(i) - first;
-                const RowView v{p, replica, r, build.empty() ? -1 : s.builds.at(build)};
+                const RowView v{i, p, replica, r, build.empty() ? -1 : s.builds.at(build), options};
                 uint64_t& d = digest[static_cast<size_t>(i)];
                 for (size_t c = 0; c < cols.size(); ++c) {
                   char* out = buf[c].data() + j * cols[c].row_bytes();
@@ -339,10 +375,11 @@ void write_results_file(const std::string& path, const RowSource& rows, const st
                         const std::string& temporary) {
   const std::string tmp = temporary.empty() ? path + ".tmp." + std::to_string(::getpid()) : temporary;
   try {
-    const Shapes shapes = measure(rows);
+    OptionCells options(rows);
+    const Shapes shapes = measure(rows, options);
     File f = File::create_truncate(tmp);
     write_attributes(f, rows.size(), spec_text, shapes, extra);
-    write_rows(f, rows, shapes);
+    write_rows(f, rows, shapes, options);
     f.close();
     sync_file(tmp);   // on disk before the rename makes it the result
   } catch (...) {

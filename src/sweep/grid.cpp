@@ -333,11 +333,23 @@ std::vector<size_t> Grid::position(int64_t i) const {
 }
 
 Point Grid::point(int64_t i) const {
-  Point p;
+  Point p = base;   // every axis at its first value: only the others are set
   const std::vector<size_t> pos = position(i);
-  for (size_t k = 0; k < axes.size(); ++k) set_axis(p, axes[k], pos[k]);
+  for (size_t k = 0; k < axes.size(); ++k)
+    if (pos[k] != 0) set_axis(p, axes[k], pos[k]);
   p.seed = point_seed(*this, i);
   return p;
+}
+
+Grid::Place Grid::place(const std::string& option) const {
+  if (option == "seed") return {0, 0};
+  int64_t stride = repeats;
+  for (size_t k = axes.size(); k-- > 0;) {
+    const auto size = static_cast<int64_t>(axes[k].values.size());
+    if (std::find(axes[k].options.begin(), axes[k].options.end(), option) != axes[k].options.end()) return {stride, size};
+    stride *= size;
+  }
+  return {1, 1};   // on no axis: the same in every point
 }
 
 void for_each_point(const Grid& grid, const std::function<void(int64_t, const Point&, const std::vector<size_t>&)>& f) {
@@ -373,6 +385,7 @@ bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors) {
   grid->sweep_seed = spec.sweep_seed;
   grid->seeds_per_replica = spec.seeds_per_replica;
   grid->count = summary.points;
+  for (const Axis& a : grid->axes) set_axis(grid->base, a, 0);
   // Costs: one estimate per combination, shared by its replicas (the seed does not enter it).
   grid->cost.resize(static_cast<size_t>(grid->count));
   double last = 0;

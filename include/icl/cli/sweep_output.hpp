@@ -130,6 +130,9 @@ class SweepOutput {
   mutable std::unique_ptr<LogIndex> index_;
 };
 
+// The grid of `spec_file`, or else of the spec stored in OUT.h5 (read as `run` reads a spec file).
+bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Spec* spec, sweep::Grid* grid, std::string* why);
+
 // True if a sweep process holds the lock on `dir` now.
 bool sweep_running(const std::string& dir);
 

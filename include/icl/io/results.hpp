@@ -31,6 +31,9 @@ class RowSource {
   virtual ~RowSource() = default;
   virtual int64_t size() const = 0;
   virtual void rows(int64_t first, int64_t n, const Visit& visit) const = 0;
+  // Rows with the same key share the value of option k of the option table (-1: no such promise): the
+  // writer then formats each value once, not once a row.
+  virtual int64_t option_key(int64_t /*i*/, size_t /*k*/) const { return -1; }
 };
 
 // Rows held in memory: a `train` point, tests.  Every row's build is `build` (default: this binary's).

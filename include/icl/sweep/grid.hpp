@@ -64,6 +64,7 @@ struct Grid {
   uint64_t sweep_seed = 0;
   bool seeds_per_replica = false;
   int64_t count = 0;              // points
+  Point base;                     // every axis at its first value
   std::vector<double> cost;       // estimated seconds on one core, per point
   std::vector<int64_t> order;     // point indices, longest first (ties by index)
 
@@ -72,6 +73,13 @@ struct Grid {
   int replica(int64_t i) const { return static_cast<int>(i % repeats); }
   // Point i's position on every axis.
   std::vector<size_t> position(int64_t i) const;
+  // Where `option` varies: point i takes value (i / stride) % size of it (size 1: on no axis, the same
+  // everywhere; size 0: the seed, different at every point).
+  struct Place {
+    int64_t stride = 1, size = 1;
+    int64_t key(int64_t i) const { return size > 0 ? (i / stride) % size : -1; }
+  };
+  Place place(const std::string& option) const;
 };
 
 // Visits every point of `grid` in index order as f(index, point, changed), building each from the

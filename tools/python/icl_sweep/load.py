@@ -19,8 +19,14 @@ POINT_META = ("status", "message", "replica", "seed", "analysis_status", "analys
 
 
 def _column(dataset):
-    """A /points or /metrics dataset as a numpy array; strings decoded to str."""
-    if dataset.dtype.kind in "OS":
+    """A /points or /metrics dataset as a numpy array; strings decoded to str (fixed-length text in one
+    vectorised cast when it is ASCII, as option values always are)."""
+    if dataset.dtype.kind == "S":
+        raw = dataset[:]
+        if raw.size == 0 or raw.view(np.uint8).max() < 128:
+            return raw.astype(str)
+        return np.char.decode(raw, "utf-8")
+    if dataset.dtype.kind == "O":
         return np.array(dataset.asstr()[:], dtype=str)
     return dataset[:]
 
