@@ -9,6 +9,7 @@
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/sweep_output.hpp"
+#include "icl/io/h5.hpp"
 #include "icl/io/point_log.hpp"
 
 namespace icl {
@@ -55,6 +56,16 @@ TEST(SweepOutput, ResumeRefusesAnotherBuildUnlessAllowed) {
   EXPECT_EQ(index.done(), 1);
   EXPECT_FALSE(index.has(1));
   EXPECT_EQ(index.duplicates(), 1);
+  // Every row keeps the build that computed it, whatever build merges it (--allow-mixed-builds never relabels).
+  {
+    io::PointLog log(out + ".points");
+    log.append_record(io::encode_point(1, o.hash(), 1.8e9, good, "0.0.1 (git other; flags)"));
+  }
+  o.index(true);
+  o.write("complete", {});
+  const io::File f = io::File::open_read(out);
+  EXPECT_EQ(io::get_attr_string(f, "/", "builds"), "0.0.1 (git other; flags)\n" + io::build_identity() + "\n");
+  EXPECT_EQ(io::read_int64(f, "/points/build"), (std::vector<int64_t>{1, 0}));
   std::system(("rm -rf " + dir).c_str());
 }
 

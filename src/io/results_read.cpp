@@ -254,12 +254,17 @@ void read_results_file(const std::string& path, const Verification& check,
     throw IoError("cannot read '" + path + "': a dataset of the layout is missing");
   std::map<std::string, FlatReader> flat;
   for (const auto& kv : s.flat) flat.emplace(kv.first, FlatReader(Rows::open(s.f, kv.first)));
+  std::vector<std::pair<int, std::string>> metric_sets, series_sets;   // dataset, name
+  for (size_t k = 0; k < s.sets.size(); ++k) {
+    const std::string& p = s.sets[k].path();
+    if (p.compare(0, 9, "/metrics/") == 0) metric_sets.push_back({static_cast<int>(k), p.substr(9)});
+    if (p.compare(0, 10, "/analysis/") == 0) series_sets.push_back({static_cast<int>(k), p.substr(10)});
+  }
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  s.blocks([&](uint64_t first, uint64_t n, const std::vector<std::vector<char>>& buf, const std::vector<bool>& readable) {
+  s.blocks([&](uint64_t first, uint64_t n, const std::vector<std::vector<char>>& buf, const std::vector<bool>&) {
     for (uint64_t j = 0; j < n; ++j) {
       const uint64_t i = first + j;
       if (!check.row_intact[i]) continue;   // every dataset of an intact row was read
-      (void)readable;
       const auto text = [&](int k) { return text_at(buf[k].data() + j * s.sets[k].row_bytes(), s.sets[k].row_bytes()); };
       const auto row = [&](int k, auto zero) {
         using V = decltype(zero);
@@ -274,10 +279,7 @@ void read_results_file(const std::string& path, const Verification& check,
       r.message = text(message);
       r.analysis_status = parse_analysis_status(text(a_status));
       r.analysis_message = text(a_message);
-      for (size_t k = 0; k < s.sets.size(); ++k) {
-        const std::string& p = s.sets[k].path();
-        if (p.compare(0, 9, "/metrics/") != 0) continue;
-        const std::string name = p.substr(9);
+      for (const auto& [k, name] : metric_sets) {
         const double x = value_at<double>(buf[k], j);
         if (name == "test_loss") r.test_loss = x;
         else if (name == "train_loss") r.train_loss = x;
@@ -288,8 +290,7 @@ void read_results_file(const std::string& path, const Verification& check,
         else if (name == "flops_per_step") r.flops_per_step = x;
         else if (name != "steps_per_second") r.metrics[name] = x;
       }
-      for (size_t k = 0; k < s.sets.size(); ++k)
-        if (s.sets[k].path().compare(0, 10, "/analysis/") == 0) r.series[s.sets[k].path().substr(10)] = row(static_cast<int>(k), 0.0);
+      for (const auto& [k, name] : series_sets) r.series[name] = row(k, 0.0);
       r.layer_test_loss = row(layer_loss, 0.0);
       r.layer_test_loss.resize(std::min<size_t>(r.layer_test_loss.size(), static_cast<size_t>(value_at<int64_t>(buf[layers], j))));
       r.curve_step = row(step, int64_t{0});
