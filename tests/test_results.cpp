@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 
 #include "icl/core/options.hpp"
@@ -56,6 +57,17 @@ TEST(Results, TrainedPointRoundTripsThroughHdf5) {
   EXPECT_EQ(r.P.size(), 2u * 1 * 6 * 6);
   EXPECT_EQ(io::read_int64(f, "/weights/theta_index"), (std::vector<int64_t>{0, static_cast<int64_t>(r.theta.size())}));
   EXPECT_EQ(io::read_int64(f, "/weights/pq_index"), (std::vector<int64_t>{0, static_cast<int64_t>(r.P.size())}));
+  // The file holds exactly the declared layout: every declared dataset, and nothing undeclared.
+  std::set<std::string> declared, families;
+  for (const io::Entry& e : io::layout())
+    for (const std::string& d : io::paths_of(e)) {
+      if (e.shape == io::Shape::attribute) continue;
+      if (d.find('<') != std::string::npos || d.back() == '*') families.insert(d.substr(0, d.rfind('/')));
+      else declared.insert(d);
+    }
+  for (const std::string& d : declared) EXPECT_TRUE(io::exists(f, d)) << d;
+  for (const char* g : {"/points", "/metrics", "/analysis", "/layers", "/curves", "/weights"})
+    for (const std::string& n : io::list(f, g)) EXPECT_TRUE(declared.count(std::string(g) + "/" + n) || families.count(g)) << g << "/" << n;
   std::remove(path.c_str());
 }
 

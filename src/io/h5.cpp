@@ -421,25 +421,26 @@ void Rows::describe() {
   row_bytes_ = std::max<uint64_t>(width_, 1) * H5Tget_size(static_cast<hid_t>(mem_type_));
 }
 
-void Rows::write(uint64_t first, uint64_t n, const void* data) {
-  if (n == 0) return;
+// The file and memory spaces of rows [first, first + n).
+std::pair<Object, Object> Rows::spaces(uint64_t first, uint64_t n) const {
   io_stats().hdf5_calls += 1;
-  io_stats().rows_written += static_cast<int64_t>(n);
   if (first + n > rows_) fail("rows " + std::to_string(first) + ".." + std::to_string(first + n) + " beyond " + std::to_string(rows_), where_);
   Object file_space = own(H5Dget_space(id()), "H5Dget_space", where_);
   select_rows(file_space, first, n, width_, where_);
-  Object mem = memory_space(n, width_, where_);
+  return {std::move(file_space), memory_space(n, width_, where_)};
+}
+
+void Rows::write(uint64_t first, uint64_t n, const void* data) {
+  if (n == 0) return;
+  io_stats().rows_written += static_cast<int64_t>(n);
+  const auto [file_space, mem] = spaces(first, n);
   check(H5Dwrite(id(), static_cast<hid_t>(mem_type_), mem.id(), file_space.id(), H5P_DEFAULT, data), "H5Dwrite", where_);
 }
 
 void Rows::read(uint64_t first, uint64_t n, void* data) const {
   if (n == 0) return;
-  io_stats().hdf5_calls += 1;
   io_stats().rows_read += static_cast<int64_t>(n);
-  if (first + n > rows_) fail("rows " + std::to_string(first) + ".." + std::to_string(first + n) + " beyond " + std::to_string(rows_), where_);
-  Object file_space = own(H5Dget_space(id()), "H5Dget_space", where_);
-  select_rows(file_space, first, n, width_, where_);
-  Object mem = memory_space(n, width_, where_);
+  const auto [file_space, mem] = spaces(first, n);
   check(H5Dread(id(), static_cast<hid_t>(mem_type_), mem.id(), file_space.id(), H5P_DEFAULT, data), "H5Dread", where_);
 }
 

@@ -1,5 +1,7 @@
 #include "icl/io/layout.hpp"
 
+#include <algorithm>
+
 namespace icl::io {
 
 const char* shape_name(Shape s) {
@@ -49,16 +51,21 @@ const std::vector<Entry>& layout() {
   return entries;
 }
 
+std::vector<std::string> paths_of(const Entry& e) {
+  std::vector<std::string> out;
+  for (size_t begin = 0; begin <= e.path.size();) {
+    const size_t end = std::min(e.path.find(", ", begin), e.path.size());
+    out.push_back(e.path.substr(begin, end - begin));
+    begin = end + 2;
+  }
+  return out;
+}
+
 std::string layout_markdown() {
   std::string s = "| path | shape | type | content |\n| --- | --- | --- | --- |\n";
   for (const Entry& e : layout()) {
     std::string path;
-    size_t begin = 0;
-    while (begin <= e.path.size()) {   // "a, b" -> "`a`, `b`"
-      const size_t end = std::min(e.path.find(", ", begin), e.path.size());
-      path += (path.empty() ? "`" : ", `") + e.path.substr(begin, end - begin) + "`";
-      begin = end + 2;
-    }
+    for (const std::string& p : paths_of(e)) path += (path.empty() ? "`" : ", `") + p + "`";
     const std::string dims = e.shape == Shape::attribute ? "root attribute" : e.dims + (e.shape == Shape::flat ? ", indexed by `" + e.index + "`" : "");
     s += "| " + path + " | " + dims + " | " + e.type + " | " + e.meaning + " |\n";
   }
@@ -67,17 +74,10 @@ std::string layout_markdown() {
 
 std::string layout_attribute() {
   std::string s;
-  for (const Entry& e : layout()) {
-    if (e.shape == Shape::attribute) continue;
-    size_t begin = 0;
-    while (begin <= e.path.size()) {
-      const size_t end = std::min(e.path.find(", ", begin), e.path.size());
-      std::string path = e.path.substr(begin, end - begin);
-      if (path == "/points/<option>") path = "/points/*";
-      s += path + "\t" + shape_name(e.shape) + "\t" + e.type + "\t" + e.index + "\n";
-      begin = end + 2;
-    }
-  }
+  for (const Entry& e : layout())
+    if (e.shape != Shape::attribute)
+      for (const std::string& p : paths_of(e))
+        s += (p == "/points/<option>" ? "/points/*" : p) + "\t" + shape_name(e.shape) + "\t" + e.type + "\t" + e.index + "\n";
   return s;
 }
 

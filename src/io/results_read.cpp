@@ -35,9 +35,8 @@ AnalysisStatus parse_analysis_status(const std::string& s) {
 std::map<std::string, std::string> flat_entries() {
   std::map<std::string, std::string> out;
   for (const Entry& e : layout()) {
-    if (e.shape != Shape::flat) continue;
-    std::istringstream paths(e.path);
-    for (std::string p; std::getline(paths, p, ',');) out[p.substr(p.find('/'))] = e.index;
+    if (e.shape == Shape::flat)
+      for (const std::string& p : paths_of(e)) out[p] = e.index;
   }
   return out;
 }

@@ -99,6 +99,7 @@ class Rows : public Object {
  private:
   Rows(int64_t id, std::string path, std::string where) : Object(id), path_(std::move(path)), where_(std::move(where)) {}
   void describe();   // rows_, width_, row_bytes_, type_ from the stored dataset
+  std::pair<Object, Object> spaces(uint64_t first, uint64_t n) const;
   std::string path_, where_;
   uint64_t rows_ = 0, width_ = 0, row_bytes_ = 0;
   Type type_ = Type::f64;

@@ -30,6 +30,8 @@ struct Entry {
 };
 
 const std::vector<Entry>& layout();
+// The paths an entry declares ("a, b" declares two alike).
+std::vector<std::string> paths_of(const Entry& e);
 
 // The table as markdown (README.md's "HDF5 layout") and as the file's `layout` attribute: one line per
 // dataset entry, "path<TAB>shape<TAB>type<TAB>index".
