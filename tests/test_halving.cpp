@@ -52,9 +52,23 @@ struct Outcome {
   std::vector<std::pair<bool, std::pair<int64_t, int>>> records;   // (final?, (point, rung or status))
 };
 
+// The run a leg that ends at rung `until` (rungs(): the end) records: `diverges` diverges at step 150,
+// `fails` fails on its leg after rung 0 (a failed record carries no curves: its metric at rung 0 is in its
+// rung record only).
+Trained fake_leg(const Halving& h, const Grid& g, int64_t p, int until, int64_t diverges, int64_t fails) {
+  if (p == fails && until == 1) {
+    Trained t;
+    t.status = Status::failed;
+    t.steps_done = -1;
+    return t;
+  }
+  return fake_run(p, until == h.rungs() ? g.point(p).steps : h.rung_step(until), diverges);
+}
+
 // Runs the scheduler with at most `ranks` legs in flight, completing a random one each time; stops after
-// `stop_after` completed legs (a kill) when >= 0.
-Outcome simulate(Halving& h, const Grid& g, int ranks, uint32_t seed, int64_t diverges = -1, int64_t stop_after = -1) {
+// `stop_after` completed legs (a kill) when >= 0; the records are kept in the order they were stored.
+Outcome simulate(Halving& h, const Grid& g, int ranks, uint32_t seed, int64_t diverges = -1, int64_t stop_after = -1,
+                 int64_t fails = -1) {
   Outcome o;
   std::mt19937 rng(seed);
   std::vector<Assignment> flying;
@@ -67,9 +81,8 @@ Outcome simulate(Halving& h, const Grid& g, int ranks, uint32_t seed, int64_t di
     const Assignment a = flying[k];
     flying.erase(flying.begin() + k);
     ++o.legs;
-    const bool to_end = a.until == h.rungs();
-    const Trained run = fake_run(a.point, to_end ? g.point(a.point).steps : h.rung_step(a.until), diverges);
-    if (to_end || run.status != Status::ok) {
+    const Trained run = fake_leg(h, g, a.point, a.until, diverges, fails);
+    if (a.until == h.rungs() || run.status != Status::ok) {
       o.completed.insert(a.point);
       o.records.push_back({true, {a.point, a.until}});
       h.finished(a.point, run);
@@ -102,19 +115,6 @@ Spec survivors_spec() {
   return s;
 }
 
-// The run a leg that ends at rung `until` (rungs(): the end) records: `diverges` diverges at step 150,
-// `fails` fails on its leg after rung 0 (a failed record carries no curves: its metric at rung 0 is in its
-// rung record only).
-Trained fake_leg(const Halving& h, const Grid& g, int64_t p, int until, int64_t diverges, int64_t fails) {
-  if (p == fails && until == 1) {
-    Trained t;
-    t.status = Status::failed;
-    t.steps_done = -1;
-    return t;
-  }
-  return fake_run(p, until == h.rungs() ? g.point(p).steps : h.rung_step(until), diverges);
-}
-
 // A fresh scheduler fed `records` (a killed run's logs) the way the driver's restore does.
 void replay(Halving& h, const Grid& g, const std::vector<std::pair<bool, std::pair<int64_t, int>>>& records, int64_t diverges,
             int64_t fails) {
@@ -130,37 +130,6 @@ void replay(Halving& h, const Grid& g, const std::vector<std::pair<bool, std::pa
   h.restore(logged);
 }
 
-// Like simulate(), with `fails` (fake_leg) and the records kept in the order they were stored.
-Outcome simulate_legs(Halving& h, const Grid& g, int ranks, uint32_t seed, int64_t diverges, int64_t fails) {
-  Outcome o;
-  std::mt19937 rng(seed);
-  std::vector<Assignment> flying;
-  for (;;) {
-    while (static_cast<int>(flying.size()) < ranks)
-      if (auto a = h.next()) flying.push_back(*a);
-      else break;
-    if (flying.empty()) break;
-    const size_t k = rng() % flying.size();
-    const Assignment a = flying[k];
-    flying.erase(flying.begin() + k);
-    ++o.legs;
-    const Trained run = fake_leg(h, g, a.point, a.until, diverges, fails);
-    if (a.until == h.rungs() || run.status != Status::ok) {
-      o.completed.insert(a.point);
-      o.records.push_back({true, {a.point, a.until}});
-      h.finished(a.point, run);
-    } else {
-      o.records.push_back({false, {a.point, a.until}});
-      h.reached(a.point, a.until, run);
-    }
-    for (const Pruned& p : h.take_pruned()) {
-      o.pruned_at[p.point] = p.rung;
-      o.records.push_back({true, {p.point, -1 - p.rung}});
-      h.finished(p.point, fake_run(p.point, h.rung_step(p.rung), diverges));
-    }
-  }
-  return o;
-}
 
 TEST(Halving, ConditionsGroupWhatIsNotSearched) {
   const Spec s = halving_spec({"replica", "lr"});
@@ -297,7 +266,7 @@ TEST(Halving, AResumeAfterEveryRecordEndsAsTheUninterruptedRun) {
   const std::vector<std::pair<int64_t, int64_t>> faults = {{-1, -1}, {best_at_first_rung(1), best_at_first_rung(0)}};
   for (const auto& [diverges, fails] : faults) {
     Halving whole(s, g);
-    const Outcome straight = simulate_legs(whole, g, 2, 7, diverges, fails);
+    const Outcome straight = simulate(whole, g, 2, 7, diverges, -1, fails);
     ASSERT_TRUE(whole.all_finished());
     ASSERT_EQ(straight.completed.size(), 2u * 3 + (fails >= 0) + (diverges >= 0));
     for (size_t k = 0; k <= 2 * straight.records.size() + 1; ++k) {   // each cut in the stored order, then shuffled
@@ -319,7 +288,7 @@ TEST(Halving, AResumeAfterEveryRecordEndsAsTheUninterruptedRun) {
         part.pruned_at[p.point] = p.rung;
         resumed.finished(p.point, fake_run(p.point, resumed.rung_step(p.rung), diverges));
       }
-      const Outcome rest = simulate_legs(resumed, g, 3, 99 + k, diverges, fails);
+      const Outcome rest = simulate(resumed, g, 3, 99 + k, diverges, -1, fails);
       EXPECT_TRUE(resumed.all_finished()) << at;
       std::map<int64_t, int> pruned_at = part.pruned_at;
       for (const auto& [p, r] : rest.pruned_at) EXPECT_TRUE(pruned_at.emplace(p, r).second) << at << ": point " << p << " pruned twice";
