@@ -355,7 +355,7 @@ int run_main(int argc, char** argv) {
   const auto loop_start = std::chrono::steady_clock::now();
   const LoopOutcome mine = spec.halving.on() ? train_halving(spec, grid, output, g_stop)
                                              : train_points(grid, output, finished_before, g_stop);
-  par::barrier();
+  par::idle_barrier();
   LoopTotals totals;
   totals.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();
   totals.stopped = par::max_int(g_stop.load() ? 1 : 0) != 0;
@@ -371,6 +371,7 @@ int run_main(int argc, char** argv) {
     if (code == 0) print_end(args, output, done, totals, spec.halving.on());
     std::fflush(stdout);
   }
+  par::idle_barrier();   // the other ranks wait for rank 0's merge asleep, not spinning a core each
   code = par::max_int(code);
   if (code == 0 && par::max_int(g_signal.load() == SIGINT ? 1 : 0)) code = kExitInterrupted;   // Ctrl-C: the shell's 130
   return finish(code);

@@ -34,6 +34,16 @@ int size() {
 
 void barrier() { MPI_Barrier(MPI_COMM_WORLD); }
 
+void idle_barrier() {
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  for (int done = 0;;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (done) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
 int max_int(int v) {
   int out = v;
   MPI_Allreduce(&v, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);

@@ -13,6 +13,8 @@ void finalize();
 int rank();
 int size();
 void barrier();
+// A barrier that sleeps while it waits (MPI's spins a core): the ranks waiting for rank 0's final merge.
+void idle_barrier();
 int max_int(int v);        // the largest v over all ranks (agreeing on an outcome)
 int64_t sum_int64(int64_t v);
 void broadcast(std::vector<uint8_t>& bytes);   // rank 0's bytes to every rank (sizes may differ before)
