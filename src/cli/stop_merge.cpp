@@ -21,6 +21,12 @@ namespace icl::cli {
 
 std::string merging_marker(const std::string& dir) { return dir + "/merging"; }
 
+bool merge_in_progress(const std::string& dir) {
+  std::ifstream in(merging_marker(dir));
+  long pid = 0;
+  return in >> pid && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
+}
+
 StopMerge::StopMerge(const std::string& out) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) return;

@@ -125,17 +125,6 @@ bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Sp
 }
 
 
-namespace {
-
-// A merge after a stopped run holds the lock: its marker names a live process.
-bool merge_in_progress(const std::string& dir) {
-  std::ifstream in(merging_marker(dir));
-  long pid = 0;
-  return in >> pid && pid > 0 && ::kill(static_cast<pid_t>(pid), 0) == 0;
-}
-
-}  // namespace
-
 // --- LogIndex ------------------------------------------------------------------------------
 
 LogIndex::LogIndex(std::string dir, uint64_t hash, int64_t points, bool retry_failed)

@@ -26,7 +26,8 @@ class StopMerge {
 // icl-sweep merge OUT.h5 [--after-stop]: merges the logs into OUT.h5 (when no run holds the lock).
 int merge_main(int argc, char** argv);
 
-// The marker of a merge in progress, in the log directory.
+// The marker of a merge in progress, in the log directory, and whether it names a live process.
 std::string merging_marker(const std::string& dir);
+bool merge_in_progress(const std::string& dir);
 
 }  // namespace icl::cli
