@@ -24,6 +24,8 @@ spec=$src/specs/sweep_small.ini
 slow=$src/specs/sweep_kill.ini
 run1 "$spec" -o "$dir/ref.h5" || fail "reference run"
 run1 "$slow" -o "$dir/refk.h5" || fail "slow reference run"
+stop=$src/specs/sweep_stop.ini
+run1 "$stop" -o "$dir/refs.h5" || fail "reference run for the stops"
 
 # 1. PID reuse: every run in a fresh PID namespace is pid 1 on the same host.  Killed mid-run, then
 #    resumed twice as the same pid: no run appends to another's log, nothing is lost.
@@ -194,7 +196,7 @@ read -r st n <<<"$out"
 #    OUT.h5 holds every stored point and is not `running`, no temporary left, --resume completes it.
 for sig in INT TERM; do
   rm -rf "$dir/c$sig.h5" "$dir/c$sig.h5.points"
-  setsid mpiexec --oversubscribe -n 2 "$bin" run "$slow" -o "$dir/c$sig.h5" --quiet > "$dir/c$sig.out" 2>&1 &
+  setsid mpiexec --oversubscribe -n 2 "$bin" run "$stop" -o "$dir/c$sig.h5" --quiet > "$dir/c$sig.out" 2>&1 &
   pid=$!
   wait_done "$dir/c$sig.h5" 2
   kill -$sig -- -$pid; wait $pid; rc=$?
@@ -207,12 +209,12 @@ for sig in INT TERM; do
   else
     fail "SIG$sig to mpirun: rc $rc, state $st, rows $rows, stored $stored: $(cat "$dir/c$sig.out")"
   fi
-  run1 "$slow" -o "$dir/c$sig.h5" --resume || fail "resume after SIG$sig"
-  compare "$dir/refk.h5" "$dir/c$sig.h5" "SIG$sig + resume == uninterrupted"
+  run1 "$stop" -o "$dir/c$sig.h5" --resume || fail "resume after SIG$sig"
+  compare "$dir/refs.h5" "$dir/c$sig.h5" "SIG$sig + resume == uninterrupted"
 done
 # ... and a job that dies before its final merge (every rank killed -9, as mpirun does one second after
 #    Ctrl-C to ranks that cannot stop in time): the merge process of rank 0 writes OUT.h5 for it.
-setsid mpiexec --oversubscribe -n 2 "$bin" run "$slow" -o "$dir/k9.h5" --quiet --merge-every 0 >/dev/null 2>&1 &
+setsid mpiexec --oversubscribe -n 2 "$bin" run "$stop" -o "$dir/k9.h5" --quiet --merge-every 0 >/dev/null 2>&1 &
 pid=$!
 wait_done "$dir/k9.h5" 2
 pkill -9 -s $pid; wait $pid 2>/dev/null
@@ -222,14 +224,14 @@ rows=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(s
 [ "$(state "$dir/k9.h5")" = incomplete ] && [ "$rows" = "$stored" ] && [ "$rows" -ge 2 ] \
   && ok "job killed before its final merge (--merge-every 0): OUT.h5 merged after it, $rows rows, incomplete" \
   || fail "killed job: state $(state "$dir/k9.h5"), rows $rows, stored $stored"
-run1 "$slow" -o "$dir/k9.h5" --resume || fail "resume after the killed job"
-compare "$dir/refk.h5" "$dir/k9.h5" "killed job + merge after it + resume == uninterrupted"
+run1 "$stop" -o "$dir/k9.h5" --resume || fail "resume after the killed job"
+compare "$dir/refs.h5" "$dir/k9.h5" "killed job + merge after it + resume == uninterrupted"
 
 # 10. OUT.h5.points/ deleted while the sweep runs (--merge-every 1): an I/O error (exit 1), the rows already
 #     merged into OUT.h5 stay, --resume takes them back and completes.
-"$bin" run "$slow" -o "$dir/del.h5" --quiet --merge-every 1 > "$dir/del.out" 2>&1 &
+"$bin" run "$stop" -o "$dir/del.h5" --quiet --merge-every 1 > "$dir/del.out" 2>&1 &
 pid=$!
-wait_done "$dir/del.h5" 3; sleep 1.5
+wait_done "$dir/del.h5" 3; sleep 0.5
 merged=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/del.h5")
 rm -rf "$dir/del.h5.points"
 wait $pid; rc=$?
@@ -237,8 +239,8 @@ after=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(
 [ $rc -eq 1 ] && grep -q "I/O error" "$dir/del.out" && [ "$after" -ge "$merged" ] && [ "$merged" -ge 1 ] \
   && ok "logs deleted mid-run: exit 1 ('$(grep -m1 'I/O error' "$dir/del.out" | cut -c1-90)...'), OUT.h5 keeps $after rows" \
   || fail "logs deleted mid-run: rc $rc, merged $merged, after $after: $(cat "$dir/del.out")"
-run1 "$slow" -o "$dir/del.h5" --resume || fail "resume after the logs were deleted"
-compare "$dir/refk.h5" "$dir/del.h5" "logs deleted mid-run + resume == uninterrupted"
+run1 "$stop" -o "$dir/del.h5" --resume || fail "resume after the logs were deleted"
+compare "$dir/refs.h5" "$dir/del.h5" "logs deleted mid-run + resume == uninterrupted"
 
 # 11. A damaged identity: one flipped root attribute (written_utc) refuses --resume with any spec (exit 2,
 #     file untouched); a complete file is replaced only by --force.
