@@ -57,12 +57,13 @@ out=$(mpi 1 "$bin" run "$src/specs/sweep_kill.ini" -o "$dir/two.h5" --resume 2>&
   || fail "second concurrent run: rc $rc: $out"
 kill -USR1 $pid; wait $pid
 
-# kill -9 of the whole job at random moments, three times, then --resume to the end (a slower sweep,
-# so that the kills land mid-run; its reference is an uninterrupted run).
+# kill -9 of the whole job (kill_job: every process of its session) at random moments, three times, then
+# --resume to the end (a slower sweep; each kill 0.8-2.8 s after the round's first record, so that it lands
+# mid-run: a fixed delay from the start killed the job before its first record on a loaded machine).
 slow=$src/specs/sweep_kill.ini
 mpi 2 "$bin" run "$slow" -o "$dir/ref.h5" --quiet || fail "reference run"
-while_running='out=$("$bin" status "$dir/k.h5" 2>&1) && grep -q "^done" <<<"$out" && ok "status while the sweep runs" || fail "status while running: $out"'
-kill_rounds "$slow" "$dir/k.h5" 16 0.8 2
+while_running='live=$("$bin" status "$dir/k.h5" 2>&1) && grep -q "^done" <<<"$live" && ok "status while the sweep runs" || fail "status while running: $live"'
+after_a_record=1 kill_rounds "$slow" "$dir/k.h5" 16 0.8 2
 [ $interrupted -ge 1 ] && ok "kill -9 interrupted the sweep ($interrupted of 3 rounds mid-run)" || fail "no kill landed mid-run"
 mpi 2 "$bin" run "$slow" -o "$dir/k.h5" --resume --quiet || fail "final resume"
 [ "$(state "$dir/k.h5")" = complete ] && ok "killed sweep completes on --resume" || fail "killed sweep not complete"
@@ -76,7 +77,8 @@ for sig in USR1 TERM; do
   [ $sig = TERM ] && launcher=""
   setsid $launcher "$bin" run "$slow" -o "$dir/s$sig.h5" --quiet > "$dir/s.log" 2>&1 &
   pid=$!
-  sleep 2
+  for _ in $(seq 200); do [ "$(logged_bytes "$dir/s$sig.h5")" -gt 0 ] && break; sleep 0.1; done   # mid-run: a record stored
+  sleep 0.5
   kill -$sig $pid
   wait $pid; rc=$?
   if [ $rc -eq 0 ] && grep -qF "stopped by a signal" "$dir/s.log" && [ "$(state "$dir/s$sig.h5")" = incomplete ]; then
