@@ -31,6 +31,7 @@
 #include <sstream>
 
 #include "icl/cli/cli.hpp"
+#include "icl/cli/install_paths.hpp"
 #include "icl/cli/spec_file.hpp"
 #include "icl/cli/stop_merge.hpp"
 #include "icl/cli/sweep_loop.hpp"
@@ -60,10 +61,14 @@ extern "C" void on_stop_signal(int s) {
 
 using io::utc_now;
 
+// The spec when none is given: the quickstart preset, from the current directory's jobs/presets (the
+// source tree), else beside the executable (installed, or the build tree: install_paths.hpp).
 std::string default_spec() {
-  for (const std::string& p : {std::string("jobs/presets/quickstart.ini"), std::string(ICL_SOURCE_DIR) + "/jobs/presets/quickstart.ini"})
+  std::vector<std::string> candidates{"jobs/presets/quickstart.ini"};
+  for (const std::string& p : preset_candidates("quickstart.ini")) candidates.push_back(p);
+  for (const std::string& p : candidates)
     if (path_exists(p)) return p;
-  return "jobs/presets/quickstart.ini";
+  return candidates.front();
 }
 
 void print_dry_run(const sweep::Spec& spec, const sweep::Summary& g) {
