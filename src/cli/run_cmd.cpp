@@ -300,20 +300,19 @@ void print_end(const RunArgs& args, const SweepOutput& output, int64_t done, con
                 args.out.c_str());
   if (!args.quiet && halving) {
     const LogIndex& index = output.index(true);
-    std::vector<Result> results(static_cast<size_t>(total), pending_result());
-    int pruned = 0;
+    std::vector<int64_t> steps(static_cast<size_t>(total), 0);
+    int64_t pruned = 0;
     double seconds = 0;
     for (int64_t i = 0; i < total; ++i) {
       if (!index.has(i)) continue;
-      Result& r = results[static_cast<size_t>(i)];
-      r = index.record(i).result;
+      const Result r = index.record(i).result;
+      steps[static_cast<size_t>(i)] = r.steps_done;
       pruned += r.status == Status::pruned;
       if (std::isfinite(r.seconds_total)) seconds += r.seconds_total;
-      r.theta.clear(), r.P.clear(), r.Q.clear(), r.series.clear(), r.metrics.clear();   // spent_fraction needs the steps
     }
-    std::printf("icl-sweep: successive halving: %d points pruned; compute spent %.1f%% of the full grid's (estimated, by steps "
+    std::printf("icl-sweep: successive halving: %lld points pruned; compute spent %.1f%% of the full grid's (estimated, by steps "
                 "trained); %.0f core-seconds measured over every leg\n",
-                pruned, 100 * sweep::spent_fraction(output.grid(), results), seconds);
+                static_cast<long long>(pruned), 100 * sweep::spent_fraction(output.grid(), steps), seconds);
   }
 }
 

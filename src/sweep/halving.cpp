@@ -110,12 +110,12 @@ double planned_fraction(const Spec& spec, const Grid& grid) {
   return full > 0 ? planned / full : 0.0;
 }
 
-double spent_fraction(const Grid& grid, const std::vector<Result>& results) {
+double spent_fraction(const Grid& grid, const std::vector<int64_t>& steps_done) {
   double full = 0, spent = 0;
   for (size_t i = 0; i < grid.cost.size(); ++i) {
     full += grid.cost[i];
-    if (i < results.size() && results[i].steps_done > 0)
-      spent += grid.cost[i] * results[i].steps_done / grid.point(static_cast<int64_t>(i)).steps;
+    if (i < steps_done.size() && steps_done[i] > 0)
+      spent += grid.cost[i] * static_cast<double>(steps_done[i]) / static_cast<double>(grid.point(static_cast<int64_t>(i)).steps);
   }
   return full > 0 ? spent / full : 0.0;
 }

@@ -45,9 +45,9 @@ double metric_at(const HalvingSpec& h, const Trained& t, int64_t step);
 // (each condition's survivors train the legs between rungs).
 double planned_fraction(const Spec& spec, const Grid& grid);
 
-// The fraction of the full grid's estimated cost that `results` represent (each point's steps_done, at
-// its estimated cost per step).
-double spent_fraction(const Grid& grid, const std::vector<Result>& results);
+// The fraction of the full grid's estimated cost that the points' steps_done (per point) represent, at
+// each point's estimated cost per step.
+double spent_fraction(const Grid& grid, const std::vector<int64_t>& steps_done);
 
 // A leg of work: train `point` from its checkpoint at rung `from` (-1: from its initialisation) to rung
 // `until` = from + 1 (rungs(): to the end).
