@@ -233,32 +233,84 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
   return 0;
 }
 
+namespace {
+
+// Whether every intact row of OUT.h5 holds the plan's point: each option column (the seed included)
+// equals the grid's value at that row, bit for bit for numbers (damaged rows are recomputed anyway).
+// Linear: each distinct value is formatted once.
+bool rows_are_the_plans(const io::File& f, const sweep::Grid& grid, const std::vector<bool>& intact, std::string* why) {
+  const auto P = static_cast<uint64_t>(grid.size());
+  for (const OptionDef& o : option_table()) {
+    const std::string path = "/points/" + o.name;
+    const sweep::Grid::Place place = grid.place(o.name);
+    std::map<int64_t, std::string> expected;   // by the place's key
+    try {
+      const io::Rows column = io::Rows::open(f, path);
+      if (column.rows() != P) throw io::IoError(std::to_string(column.rows()) + " rows, not " + std::to_string(P));
+      std::vector<char> stored(P * column.row_bytes());
+      column.read(0, P, stored.data());
+      for (uint64_t i = 0; i < P; ++i) {
+        if (!intact[i]) continue;
+        const int64_t key = place.key(static_cast<int64_t>(i));
+        auto it = expected.find(key);
+        if (it == expected.end() || key < 0) it = expected.insert_or_assign(key, o.get(grid.point(static_cast<int64_t>(i)))).first;
+        const char* at = stored.data() + i * column.row_bytes();
+        bool same;
+        if (o.column == Column::text) {
+          same = std::string(at, strnlen(at, column.row_bytes())) == it->second;
+        } else if (o.column == Column::integer) {
+          int64_t x;
+          std::memcpy(&x, at, 8);
+          same = x == std::stoll(it->second);
+        } else {
+          const double want = std::stod(it->second);
+          same = std::memcmp(at, &want, 8) == 0;
+        }
+        if (!same) {
+          *why = "row " + std::to_string(i) + " is not this spec's point " + std::to_string(i) + " (its " + o.name + " differs)";
+          return false;
+        }
+      }
+    } catch (const io::IoError& e) {
+      *why = path + ": " + e.what();
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) const {
   if (!cli::path_exists(out_)) return 0;
   *v = io::verify_results_file(out_);
   const std::string fix = "icl-sweep verify " + out_ + " --repair --spec SPEC rebuilds it from its intact rows and logs; or --force to start over";
+  // verify --repair never destroys what it cannot read: the file is kept beside the rebuilt one.
+  const auto keep_aside = [&](const std::string& why) {
+    const std::string aside = out_ + ".unreadable-" + io::utc_now();
+    if (std::rename(out_.c_str(), aside.c_str()) != 0) throw io::io_error("cannot move aside the unreadable", out_);
+    std::cerr << "icl-sweep: warning: '" << out_ << "' " << why << ": kept as '" << aside << "'; rebuilding it from " << dir_ << "/\n";
+    v->n_points = -1;
+    return 0;
+  };
   if (v->n_points < 0) {
     if (!opt.repair) return refuse(out_, "--resume: it is unreadable (" + (v->problems.empty() ? "" : v->problems[0]) + "): " + fix);
-    std::cerr << "icl-sweep: warning: '" << out_ << "' is unreadable; rebuilding it from " << dir_ << "/\n";
-    return 0;
+    return keep_aside("is unreadable");
   }
-  if (v->format_version != io::kFormatVersion)
+  if (v->format_version != io::kFormatVersion) {
+    if (opt.repair && !v->attributes_intact) return keep_aside("has damaged attributes (its format among them)");
     return refuse(out_, "--resume: it was written in format " + std::to_string(v->format_version) + " by another version of icl-sweep (this one writes " +
                             std::to_string(io::kFormatVersion) + "): continue it with that version, or --force to start over");
+  }
   const io::File f = io::File::open_read(out_);
+  std::string why;
   if (!v->attributes_intact) {
     if (!opt.repair) return refuse(out_, "--resume: its identity attributes (spec, spec_hash, ...) are damaged: " + fix);
-    // Repair with the spec the user names: every intact row is kept if the rows are this grid's.
-    std::vector<int64_t> seeds(static_cast<size_t>(std::max<int64_t>(v->n_points, 0)));
-    try {
-      io::Rows::open(f, "/points/seed").read(0, seeds.size(), seeds.data());
-    } catch (const io::IoError&) {
-      seeds.clear();
-    }
-    bool same = v->n_points == grid_.size() && !seeds.empty();
-    for (int64_t i = 0; same && i < grid_.size(); ++i)
-      same = !v->row_intact[static_cast<size_t>(i)] || seeds[static_cast<size_t>(i)] == static_cast<int64_t>(grid_.point(i).seed);
-    if (!same) return refuse(out_, "--repair: its attributes are damaged and its rows are not this spec's points (their seeds differ): pass the original spec with --spec");
+    // Repair with the spec the user names: every intact row is kept if the rows are this grid's points.
+    if (v->n_points != grid_.size() || !rows_are_the_plans(f, grid_, v->row_intact, &why))
+      return refuse(out_, "--repair: its attributes are damaged and its rows are not this spec's points (" +
+                              (v->n_points != grid_.size() ? std::to_string(v->n_points) + " rows, not " + std::to_string(grid_.size()) : why) +
+                              "): pass the original spec with --spec");
     std::cerr << "icl-sweep: warning: '" << out_ << "': its attributes are damaged; its rows are this spec's points: keeping every intact row\n";
     return 0;
   }
@@ -266,6 +318,10 @@ int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) c
   if (stored != hash_text())
     return refuse(out_, "--resume: it was written by a different spec (hash " + stored + ", this spec " + hash_text() +
                             "); use the original spec, or --force to start over");
+  if (v->n_points != grid_.size() || !rows_are_the_plans(f, grid_, v->row_intact, &why))
+    return refuse(out_, "--resume: its rows are not this spec's points (" +
+                            (v->n_points != grid_.size() ? std::to_string(v->n_points) + " rows, not " + std::to_string(grid_.size()) : why) +
+                            "): " + fix);
   if (!opt.allow_mixed_builds) {
     std::istringstream builds(io::get_attr_string(f, "/", "builds"));
     for (std::string b; std::getline(builds, b);)

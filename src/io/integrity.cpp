@@ -25,6 +25,11 @@ uint64_t digest_part(uint64_t key, const void* bytes, size_t n) {
   return mix64(h ^ n);
 }
 
+uint64_t row_index_part(uint64_t i) {
+  static const uint64_t key = digest_key("@row");
+  return digest_part(key, &i, 8);
+}
+
 uint64_t attributes_digest(const File& f) {
   uint64_t h = 0;
   for (const std::string& name : attr_names(f, "/")) {
@@ -40,7 +45,8 @@ uint64_t attributes_digest(const File& f) {
   return h;
 }
 
-void seal(File& f, const std::vector<uint64_t>& row_digest) {
+void seal(File& f, std::vector<uint64_t> row_digest) {
+  for (size_t i = 0; i < row_digest.size(); ++i) row_digest[i] += row_index_part(i);
   Rows d = Rows::create(f, "/points/row_digest", Type::i64, row_digest.size(), 0);
   d.write(0, row_digest.size(), row_digest.data());
   set_attr(f, "/points/row_digest", "help", std::string("digest of everything stored for the point (icl-sweep verify checks it)"));

@@ -335,7 +335,7 @@ void write_rows(File& f, const RowSource& rows, const Shapes& s, OptionCells& op
       flat_at[k] += flat_buf[k].size();
     }
   }
-  seal(f, digest);
+  seal(f, std::move(digest));
 }
 
 void sync_file(const std::string& path) {

@@ -164,16 +164,17 @@ Verification verify_results_file(const std::string& path) {
     v.n_points = static_cast<int64_t>(s.P);
     v.format_version = has_attr(s.f, "/", "format_version") ? get_attr_int64(s.f, "/", "format_version") : 0;
     v.row_intact.assign(s.P, false);
-    if (v.format_version != kFormatVersion) {
-      v.problems.push_back("format version " + std::to_string(v.format_version) + ", not " + std::to_string(kFormatVersion) +
-                           ": written by another version of icl-sweep, not readable by this one");
-      return v;
-    }
     try {
       v.attributes_intact = has_attr(s.f, "/", "attributes_digest") &&
                             static_cast<uint64_t>(get_attr_int64(s.f, "/", "attributes_digest")) == attributes_digest(s.f);
     } catch (const H5Error& e) {
       v.problems.push_back(std::string("root attributes unreadable: ") + e.what());
+    }
+    if (v.format_version != kFormatVersion) {
+      v.problems.push_back("format version " + std::to_string(v.format_version) + ", not " + std::to_string(kFormatVersion) +
+                           (v.attributes_intact ? ": written by another version of icl-sweep, not readable by this one"
+                                                : ", and the attributes do not match their digest: damaged"));
+      return v;
     }
     if (!v.attributes_intact) v.problems.push_back("root attributes (spec, spec_hash, ...) do not match their digest");
     std::vector<uint64_t> digest(s.P, 0);
@@ -223,7 +224,7 @@ Verification verify_results_file(const std::string& path) {
     std::string bad;
     int64_t n_bad = 0;
     for (uint64_t i = 0; i < s.P; ++i) {
-      v.row_intact[i] = known[i] && static_cast<uint64_t>(stored[i]) == digest[i];
+      v.row_intact[i] = known[i] && static_cast<uint64_t>(stored[i]) == digest[i] + row_index_part(i);
       if (!v.row_intact[i] && n_bad++ < 20) bad += " " + std::to_string(i);
     }
     if (n_bad) v.problems.push_back(std::to_string(n_bad) + " point row(s) damaged:" + bad + (n_bad > 20 ? " ..." : ""));

@@ -1,5 +1,6 @@
 """Row digests of an icl-sweep results file, as `icl-sweep verify` computes them (src/io/integrity.cpp):
-a row's digest is the sum (mod 2^64) over its datasets of part(key(path), the row's stored bytes), where
+a row's digest is the sum (mod 2^64) over its datasets of part(key(path), the row's stored bytes), plus
+part(key("@row"), its index as 8 little-endian bytes), where
 the datasets and their shapes come from the file's own `layout` attribute (src/io/layout.cpp), never
 from a list kept here.  Vectorised over blocks of rows: linear in the points, memory of a block."""
 import numpy as np
@@ -86,13 +87,42 @@ def row_datasets(f, entries):
     return rows, flat
 
 
+def attributes_intact(f):
+    """Whether the root attributes match `attributes_digest` (as src/io/integrity.cpp computes it)."""
+    if "attributes_digest" not in f.attrs:
+        return False
+    h = 0
+    for name in sorted(f.attrs.keys()):
+        if name == "attributes_digest":
+            continue
+        v = f.attrs[name]
+        if isinstance(v, (str, bytes)):
+            data = v.encode() if isinstance(v, str) else v
+        else:
+            data = np.asarray(v, dtype="<i8").reshape(1).tobytes()
+        rows = np.frombuffer(data, dtype=np.uint8).reshape(1, -1)
+        with np.errstate(over="ignore"):
+            h = (h + int(part(key("@" + name), rows)[0])) & 0xFFFFFFFFFFFFFFFF
+    return h == int(np.int64(f.attrs["attributes_digest"]).astype(np.uint64))
+
+
 def damaged_rows(f):
-    """Indices of the rows whose stored digest does not match what is stored (empty when intact)."""
-    P = int(f.attrs["n_points"])
-    if int(f.attrs.get("format_version", 1)) < 2:
+    """Indices of the rows whose stored digest does not match what is stored (empty when intact).
+    Raises ValueError when the file's own description (its root attributes, the digests, a dataset's row
+    count) cannot be trusted: then no row can be."""
+    if int(f.attrs.get("format_version", 1)) < 2 and "layout" not in f.attrs and "attributes_digest" in f.attrs:
         return np.array([], dtype=np.int64)   # format 1: `icl-sweep verify` checks it
+    if not attributes_intact(f):
+        raise ValueError(f"{f.filename}: its root attributes do not match their digest (damaged): no row can be trusted; "
+                         f"icl-sweep verify {f.filename} --repair --spec SPEC restores it")
+    P = int(f.attrs["n_points"])
+    if "points/row_digest" not in f:
+        raise ValueError(f"{f.filename}: /points/row_digest is missing: no row can be checked")
     entries = layout(f)
     rows, flat = row_datasets(f, entries)
+    for path in rows:
+        if f[path.lstrip("/")].shape[0] != P:
+            raise ValueError(f"{f.filename}: {path} has {f[path.lstrip('/')].shape[0]} rows, not {P}: damaged")
     stored = f["points/row_digest"][:].astype("<i8").view(np.uint64)
     bad = np.zeros(P, dtype=bool)
     for first in range(0, P, BLOCK):
@@ -123,5 +153,7 @@ def damaged_rows(f):
                     bad[first + sel[~ok]] = True
                     take = data[s[ok, None] + np.arange(c)]
                     d[sel[ok]] += part(key(path), _bytes(take))
+            idx = np.arange(first, last, dtype="<u8").reshape(-1, 1).view(np.uint8)   # each row's place
+            d += part(key("@row"), idx)
         bad[first:last] |= d != stored[first:last]
     return np.flatnonzero(bad)
