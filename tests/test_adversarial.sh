@@ -295,7 +295,8 @@ grep -q "2 row(s) damaged" <<<"$out" && ok "icl-report names the damaged rows" |
 "$py" "$src/flip_bytes.py" "$bin" "$dir/ref.h5" "$dir" 40 7 && ok "40 random bit flips of OUT.h5: none silent" || fail "bit flips"
 
 # 15. Rows moved or of another plan: swapping two rows in every dataset (digests carried along) is named by
-#     verify (a row's digest includes its place) and refused by --resume; the Python loader refuses a file
+#     verify (a row's digest includes its place) and the rows recomputed by --resume; intact rows of
+#     another plan under transplanted attributes are refused; the Python loader refuses a file
 #     whose attributes fail their digest (format_version zeroed, a value changed); verify --repair of an
 #     unreadable file keeps it aside instead of writing over it.
 cp "$dir/ref.h5" "$dir/sw.h5"
@@ -312,8 +313,23 @@ with h5py.File(sys.argv[1], "r+") as f:
 PY
 out=$("$bin" verify "$dir/sw.h5" 2>&1); rc=$?
 out2=$(run1 "$spec" -o "$dir/sw.h5" --resume 2>&1); rc2=$?
-[ $rc -eq 1 ] && grep -q "row(s) damaged: 0 1" <<<"$out" && [ $rc2 -eq 2 ] && grep -q "not this spec's point" <<<"$out2" \
-  && ok "two rows swapped: verify names rows 0 and 1, --resume refuses" || fail "swapped rows: verify rc $rc: $out; resume rc $rc2: $out2"
+[ $rc -eq 1 ] && grep -q "row(s) damaged: 0 1" <<<"$out" && [ $rc2 -eq 0 ] && grep -q "damaged: 0 1: recovered from the logs or recomputed" <<<"$out2" \
+  && ok "two rows swapped: verify names rows 0 and 1, --resume recomputes them" || fail "swapped rows: verify rc $rc: $out; resume rc $rc2: $out2"
+compare "$dir/ref.h5" "$dir/sw.h5" "swapped rows recomputed == original"
+# ... and intact rows of another plan (the attributes transplanted from the plan's own file): refused.
+cp "$dir/ref.h5" "$dir/tp.h5"
+sed 's/^sweep_seed.*/sweep_seed = 99/' "$spec" > "$dir/other.ini"
+run1 "$dir/other.ini" -o "$dir/other.h5" >/dev/null 2>&1
+"$py" - "$dir/tp.h5" "$dir/other.h5" <<'PY'
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f, h5py.File(sys.argv[2], "r") as g:
+    for k in list(f.attrs): del f.attrs[k]
+    for k, v in g.attrs.items(): f.attrs[k] = v
+PY
+before=$(md5sum < "$dir/tp.h5")
+out=$(run1 "$dir/other.ini" -o "$dir/tp.h5" --resume 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "not this spec's point" <<<"$out" && [ "$(md5sum < "$dir/tp.h5")" = "$before" ] \
+  && ok "another plan's rows under transplanted attributes: --resume refuses, file untouched" || fail "transplanted attributes: rc $rc: $out"
 cp "$dir/ref.h5" "$dir/fv.h5"
 "$py" -c "
 import h5py, sys
