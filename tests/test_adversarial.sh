@@ -17,7 +17,7 @@ cleanup() {
 trap cleanup EXIT
 . "$src/lib.sh"
 need_python h5py numpy
-run1() { "$bin" run "$@" --quiet; }                       # a singleton MPI job
+run1() { "$bin" run "$@" --quiet; }                       # one rank, no launcher: no MPI
 done_of() { "$bin" status "$1" 2>/dev/null | awk '/^done/ {print $2}'; }
 wait_done() { for _ in $(seq 1 600); do [ "$(done_of "$1")" -ge "$2" ] 2>/dev/null && return; sleep 0.1; done; }   # up to 60 s
 spec=$src/specs/sweep_small.ini
@@ -77,7 +77,8 @@ for flag in --resume --force; do
 done
 st=$("$bin" status "$dir/lock.h5" 2>/dev/null | grep '^sweep')
 kill_job $pid
-st2=$("$bin" status "$dir/lock.h5" 2>/dev/null | grep '^sweep')
+# The job's merge after a stop (its own session, stop_merge.hpp) may now be merging: status says "finishing".
+for _ in $(seq 300); do st2=$("$bin" status "$dir/lock.h5" 2>/dev/null | grep '^sweep'); grep -q finishing <<<"$st2" || break; sleep 0.1; done
 grep -q "(running" <<<"$st" && grep -q "not running" <<<"$st2" && ok "status tells running ('$st') from killed ('$st2')" \
   || fail "status: while running '$st', after the kill '$st2'"
 run1 "$slow" -o "$dir/lock.h5" --resume || fail "resume after the lock attack"

@@ -26,6 +26,11 @@ done
 [ "$(state "$dir/r1.h5")" = complete ] && ok "1-rank sweep complete" || fail "1-rank sweep not complete"
 compare "$dir/r1.h5" "$dir/r2.h5" "2 ranks == 1 rank, bit for bit"
 compare "$dir/r1.h5" "$dir/r3.h5" "3 ranks == 1 rank, bit for bit"
+# Started by no launcher: one rank without MPI (parallel.hpp), and with ICL_SWEEP_MPI=1 a singleton MPI job.
+"$bin" run "$spec" -o "$dir/solo.h5" --quiet || fail "run without a launcher"
+ICL_SWEEP_MPI=1 "$bin" run "$spec" -o "$dir/single.h5" --quiet || fail "singleton MPI run"
+compare "$dir/r1.h5" "$dir/solo.h5" "no launcher (no MPI) == 1 rank under mpiexec, bit for bit"
+compare "$dir/r1.h5" "$dir/single.h5" "ICL_SWEEP_MPI=1 singleton == 1 rank under mpiexec, bit for bit"
 
 # Never clobbered; a different spec is refused on --resume.
 before=$(md5sum < "$dir/r1.h5")

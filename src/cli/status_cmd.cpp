@@ -142,6 +142,7 @@ int status_main(int argc, char** argv) {
     }
   const bool running = sweep_running(dir);
   if (!running && (state == "running" || state == "unknown")) state = "not running: stopped or killed; continue with --resume";
+  else if (!running && state == "incomplete") state = "incomplete, not running: continue with --resume";
   else if (running) state = merge_in_progress(dir) ? "finishing: the merge after a stopped run" : "running";
   std::printf("sweep       %s (%s%s)\n", out.c_str(), state.c_str(), started.empty() ? "" : (", started " + started).c_str());
   std::printf("done        %lld / %s points", static_cast<long long>(done), total >= 0 ? std::to_string(total).c_str() : "?");

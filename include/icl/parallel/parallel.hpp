@@ -1,6 +1,7 @@
 #pragma once
-// The only module that calls MPI (its header does not include mpi.h).  A run started without mpirun is
-// a singleton MPI job of one rank.
+// The only module that calls MPI (its header does not include mpi.h).  A run no MPI launcher started
+// (no mpirun, mpiexec or srun environment) is one rank without MPI at all; ICL_SWEEP_MPI=1 makes it a
+// singleton MPI job instead, ICL_SWEEP_MPI=0 forces the former.
 #include <cstdint>
 #include <memory>
 #include <string>
