@@ -95,6 +95,28 @@ for sig in USR1 TERM; do
   compare "$dir/ref.h5" "$dir/s$sig.h5" "SIG$sig + resume == uninterrupted"
 done
 
+# status --watch: views while the sweep runs, each point in flight with its stage and step (live_view.hpp);
+# it ends by itself once no run holds the sweep (here: the job killed, its merge done); a killed rank's
+# line is left behind but not shown.
+setsid "$bin" run "$slow" -o "$dir/w.h5" --quiet --live-every 0.5 >/dev/null 2>&1 &
+pid=$!
+for _ in $(seq 100); do ls "$dir/w.h5.points/"*.live >/dev/null 2>&1 && break; sleep 0.1; done
+"$bin" status "$dir/w.h5" --watch 0.5 > "$dir/watch.out" 2>&1 &
+watcher=$!
+sleep 3
+kill_job $pid
+for _ in $(seq 300); do kill -0 $watcher 2>/dev/null || break; sleep 0.1; done
+if kill -0 $watcher 2>/dev/null; then kill $watcher; fail "status --watch still running 30 s after the sweep was killed"; fi
+wait $watcher; rc=$?
+views=$(grep -c '^sweep' "$dir/watch.out")
+last=$(awk '/^sweep/ {v = ""} {v = v $0 "\n"} END {printf "%s", v}' "$dir/watch.out")
+grep -Eq '^  point [0-9]+ +(train|analyse) +step [0-9]+ / (2000|6000) ' "$dir/watch.out" && [ $rc -eq 0 ] && [ "$views" -ge 3 ] \
+  && ! grep -q "in flight" <<<"$last" && grep -q "not running" <<<"$last" \
+  && ok "status --watch: $views views, the points in flight, ended with the run ($(grep -m1 '^  point' "$dir/watch.out" | tr -s ' '))" \
+  || fail "status --watch: rc $rc, $views views: $(cat "$dir/watch.out")"
+out=$("$bin" status "$dir/w.h5" --watch 0 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF -- "--watch '0'" <<<"$out" && ok "status --watch 0 refused (exit 2)" || fail "--watch 0: rc $rc: $out"
+
 # A diverging point is data.
 mpi 1 "$bin" run "$src/specs/sweep_diverge.ini" -o "$dir/dv.h5" --quiet || fail "diverge sweep"
 st=$("$py" -c "import h5py,sys; print(' '.join(s.decode() if isinstance(s, bytes) else s for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/dv.h5")

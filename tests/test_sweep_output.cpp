@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "icl/cli/cli.hpp"
+#include "icl/cli/live_view.hpp"
+#include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/point_log.hpp"
@@ -67,6 +69,55 @@ TEST(SweepOutput, ResumeRefusesAnotherBuildUnlessAllowed) {
   EXPECT_EQ(io::get_attr_string(f, "/", "builds"), "0.0.1 (git other; flags)\n" + io::build_identity() + "\n");
   EXPECT_EQ(io::read_int64(f, "/points/build"), (std::vector<int64_t>{1, 0}));
   std::system(("rm -rf " + dir).c_str());
+}
+
+
+// A slow sweep's rate keeps its digits in units a person reads (18 points in 71 s printed "0 points/s").
+TEST(Progress, RatesAndDurationsKeepTheirDigits) {
+  EXPECT_EQ(cli::rate_text(18.0 / 71, "points"), "0.254 points/s");
+  EXPECT_EQ(cli::rate_text(1.0 / 3600, "points"), "1 points/h");
+  EXPECT_EQ(cli::rate_text(2.0 / 60, "legs"), "2 legs/min");
+  EXPECT_EQ(cli::rate_text(11976, "points"), "1.2e+04 points/s");
+  EXPECT_EQ(cli::duration_text(70), "70 s");
+  EXPECT_EQ(cli::duration_text(7260), "2 h 01 min");
+  EXPECT_EQ(cli::duration_text(3 * 86400), "3.0 days");
+}
+
+// The live line: what a rank trains is read back while it trains, the stage follows the point, and
+// the file is gone when the process's LiveFile ends; a stale file (its writer killed) is ignored.
+TEST(LiveFile, WritesThePointInFlightAndRemovesItself) {
+  const std::string dir = ::testing::TempDir() + "/icl_live_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  {
+    cli::LiveFile live(dir + "/r.log", 0.05);
+    LiveTraining* t = live.begin(42, 1000);
+    t->steps_done.store(250);
+    t->test_loss.store(0.125);
+    ::usleep(200000);
+    std::vector<cli::InFlight> f = cli::points_in_flight(dir);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].point, 42);
+    EXPECT_EQ(f[0].steps_done, 250);
+    EXPECT_EQ(f[0].steps, 1000);
+    EXPECT_EQ(f[0].test_loss, 0.125);
+    EXPECT_EQ(f[0].stage, "train");
+    t->analysing.store(true);
+    ::usleep(200000);
+    EXPECT_EQ(cli::points_in_flight(dir).at(0).stage, "analyse");
+    live.end();
+    ::usleep(200000);
+    EXPECT_TRUE(cli::points_in_flight(dir).empty());   // idle: nothing in flight
+  }
+  EXPECT_FALSE(cli::path_exists(dir + "/r.log.live"));
+  const std::string line = "7 10 100 0.5 train %lld 10";   // a writer every 10 s, last seen 35 s or 1 s ago
+  for (const long long ago : {35, 1}) {
+    char b[121];
+    std::snprintf(b, sizeof b, "%-119s\n", (std::string(line).replace(line.find("%lld"), 4, std::to_string(::time(nullptr) - ago))).c_str());
+    std::ofstream(dir + "/dead.log.live") << b;
+    EXPECT_EQ(cli::points_in_flight(dir).size(), ago == 35 ? 0u : 1u) << b;
+  }
+  std::remove((dir + "/dead.log.live").c_str());
+  ::rmdir(dir.c_str());
 }
 
 }  // namespace

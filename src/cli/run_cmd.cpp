@@ -152,7 +152,7 @@ struct RunArgs {
   std::string spec_path, out;
   std::vector<std::pair<std::string, std::vector<std::string>>> overrides;   // option -> values
   bool dry_run = false, quiet = false;
-  double progress_every = 0, merge_every = 0;   // seconds; 0 = never
+  double progress_every = 0, merge_every = 0, live_every = 0;   // seconds; 0 = never
   OutputOptions output;
 };
 
@@ -166,6 +166,8 @@ void add_run_options(po::options_description& desc) {
       "progress", po::value<double>()->default_value(10.0)->notifier(seconds_rule("progress")), "seconds between progress lines (0 = none)")(
       "merge-every", po::value<double>()->default_value(60.0)->notifier(seconds_rule("merge-every")),
       "seconds between merges of the finished points into OUTPUT while the sweep runs (0 = only at the end)")(
+      "live-every", po::value<double>()->default_value(10.0)->notifier(seconds_rule("live-every")),
+      "seconds between rewrites of each rank's line for status --watch (its point, step and loss; 0 = none)")(
       "retry-failed", po::bool_switch(), "with --resume: recompute points that failed and points whose analysis failed")(
       "allow-mixed-builds", po::bool_switch(), "with --resume: accept points computed by another build of icl-sweep");
   for (const OptionDef& o : option_table())
@@ -219,6 +221,7 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   args->quiet = vm["quiet"].as<bool>();
   args->progress_every = args->quiet ? 0.0 : vm["progress"].as<double>();
   args->merge_every = vm["merge-every"].as<double>();
+  args->live_every = vm["live-every"].as<double>();
   args->output.resume = vm["resume"].as<bool>();
   args->output.force = vm["force"].as<bool>();
   args->output.retry_failed = vm["retry-failed"].as<bool>();
@@ -293,9 +296,9 @@ void print_end(const RunArgs& args, const SweepOutput& output, int64_t done, con
   const bool complete = done == total;
   if (!args.quiet && complete) print_summary(output);
   if (!args.quiet || !complete)
-    std::printf("icl-sweep: %lld/%lld points done (%lld%s trained in this run, %.2f s, %.0f %s/s)%s; wrote %s\n",
+    std::printf("icl-sweep: %lld/%lld points done (%lld%s trained in this run, %.2f s, %s)%s; wrote %s\n",
                 static_cast<long long>(done), static_cast<long long>(total), static_cast<long long>(totals.trained),
-                halving ? " legs" : "", totals.seconds, totals.trained / std::max(totals.seconds, 1e-9), halving ? "legs" : "points",
+                halving ? " legs" : "", totals.seconds, rate_text(totals.trained / std::max(totals.seconds, 1e-9), halving ? "legs" : "points").c_str(),
                 complete ? "" : (totals.stopped ? ", stopped by a signal: continue with --resume" : ": continue with --resume"),
                 args.out.c_str());
   if (!args.quiet && halving) {
@@ -357,8 +360,8 @@ int run_main(int argc, char** argv) {
   if (root)
     monitor = std::make_unique<SweepMonitor>(output, attrs, done_before, args.progress_every, args.merge_every);
   const auto loop_start = std::chrono::steady_clock::now();
-  const LoopOutcome mine = spec.halving.on() ? train_halving(spec, grid, output, g_stop)
-                                             : train_points(grid, output, finished_before, g_stop);
+  const LoopOutcome mine = spec.halving.on() ? train_halving(spec, grid, output, g_stop, args.live_every)
+                                             : train_points(grid, output, finished_before, g_stop, args.live_every);
   par::idle_barrier();
   LoopTotals totals;
   totals.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - loop_start).count();

@@ -1,19 +1,29 @@
-// icl-sweep status OUT.h5: progress of a sweep, also while it runs (OUT.h5's intact finished rows plus
-// the point logs in OUT.h5.points/, every record and row verified).  One pass over the file and one over
-// the logs, keeping a few bytes a point.  Exit 0 when readable, 2 when OUT.h5 and its logs are missing.
+// icl-sweep status OUT.h5 [--watch [SECONDS]]: progress of a sweep, also while it runs (OUT.h5's intact
+// finished rows plus the point logs in OUT.h5.points/, every record and row verified), and the points in
+// flight (live_view.hpp).  One pass over the file and one over the logs, keeping a few bytes a point.
+// Exit 0 when readable, 2 when OUT.h5 and its logs are missing.  --watch repeats the view until no run
+// holds the sweep.
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <thread>
 #include <map>
 #include <string>
 
 #include "icl/cli/cli.hpp"
+#include "icl/cli/live_view.hpp"
 #include "icl/cli/stop_merge.hpp"
+#include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/point_log.hpp"
+#include "icl/io/results.hpp"
 
 namespace icl::cli {
 namespace {
@@ -65,14 +75,23 @@ LogView scan(const std::string& dir, uint64_t hash, std::vector<Seen>& seen, std
   return v;
 }
 
-}  // namespace
 
-int status_main(int argc, char** argv) {
-  if (argc != 2 || std::string(argv[1]) == "-h" || std::string(argv[1]) == "--help") {
-    std::fprintf(argc == 2 ? stdout : stderr, "usage: icl-sweep status OUT.h5\n");
-    return argc == 2 ? kExitOk : kExitUsage;
+// The points in flight (live_view.hpp), at most `shown` of them.
+void print_in_flight(const std::string& dir, size_t shown) {
+  const std::vector<InFlight> live = points_in_flight(dir);
+  if (live.empty()) return;
+  std::printf("in flight   %zu point(s)%s\n", live.size(), live.size() > shown ? ", the first shown" : "");
+  for (size_t k = 0; k < std::min(shown, live.size()); ++k) {
+    const InFlight& f = live[k];
+    std::printf("  point %-8lld %-8s step %lld / %lld (%.0f%%)  test loss %.4g  (%.0f s ago)\n", static_cast<long long>(f.point),
+                f.stage.c_str(), static_cast<long long>(f.steps_done), static_cast<long long>(f.steps),
+                100.0 * static_cast<double>(f.steps_done) / static_cast<double>(std::max<int64_t>(f.steps, 1)), f.test_loss, f.age_seconds);
   }
-  const std::string out = argv[1], dir = out + ".points";
+}
+
+// One view of the sweep; *running tells whether a run (or its merge) holds the lock.
+int print_status(const std::string& out, bool* running_now) {
+  const std::string dir = out + ".points";
   int64_t total = -1;
   std::string state = "unknown", started;
   std::vector<uint64_t> hashes;   // the stored spec hash, and the hash of the stored spec (they differ if damaged)
@@ -141,6 +160,7 @@ int status_main(int argc, char** argv) {
       seconds += s.seconds;
     }
   const bool running = sweep_running(dir);
+  *running_now = running;
   if (!running && (state == "running" || state == "unknown")) state = "not running: stopped or killed; continue with --resume";
   else if (!running && state == "incomplete") state = "incomplete, not running: continue with --resume";
   else if (running) state = merge_in_progress(dir) ? "finishing: the merge after a stopped run" : "running";
@@ -166,9 +186,60 @@ int status_main(int argc, char** argv) {
     std::printf("unreadable  %zu record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", logs.stats.problems.size());
   if (running && done >= 2 && total > done && logs.last > logs.first) {
     const double rate = static_cast<double>(done - 1) / (logs.last - logs.first);
-    std::printf("rate        %.3f points/s; ETA %.0f s\n", rate, static_cast<double>(total - done) / rate);
+    std::printf("rate        %s; ETA %s\n", rate_text(rate, "points").c_str(), duration_text(static_cast<double>(total - done) / rate).c_str());
   }
+  if (running) print_in_flight(dir, 20);
   return kExitOk;
+}
+
+}  // namespace
+
+int status_main(int argc, char** argv) {
+  const char* usage = "usage: icl-sweep status OUT.h5 [--watch [SECONDS]]\n"
+                      "  --watch: a view every SECONDS (default 10) while the sweep runs, the points in flight included\n";
+  std::string out;
+  double watch = 0;
+  for (int k = 1; k < argc; ++k) {
+    const std::string a = argv[k];
+    if (a == "-h" || a == "--help") {
+      std::fputs(usage, stdout);
+      return kExitOk;
+    }
+    if (a == "--watch") {
+      watch = 10;
+      char* end = nullptr;
+      const double s = k + 1 < argc ? std::strtod(argv[k + 1], &end) : 0;
+      if (end && end != argv[k + 1] && *end == '\0') {   // --watch SECONDS
+        if (!(s >= 0.5 && s <= 86400)) {
+          std::fprintf(stderr, "icl-sweep status: --watch '%s': the seconds between views must be from 0.5 to 86400\n", argv[k + 1]);
+          return kExitUsage;
+        }
+        watch = s;
+        ++k;
+      }
+    } else if (out.empty() && a[0] != '-') {
+      out = a;
+    } else {
+      std::fprintf(stderr, "icl-sweep status: unexpected argument '%s'\n%s", a.c_str(), usage);
+      return kExitUsage;
+    }
+  }
+  if (out.empty()) {
+    std::fputs(usage, stderr);
+    return kExitUsage;
+  }
+  bool running = false;
+  if (watch <= 0) return print_status(out, &running);
+  const bool terminal = ::isatty(STDOUT_FILENO);
+  for (;;) {
+    if (terminal) std::printf("\033[H\033[2J");
+    std::printf("%s\n", io::utc_now().c_str());
+    const int code = print_status(out, &running);
+    std::fflush(stdout);
+    if (code != kExitOk || !running) return code;
+    std::this_thread::sleep_for(std::chrono::duration<double>(watch));
+    if (!terminal) std::printf("\n");
+  }
 }
 
 }  // namespace icl::cli

@@ -26,6 +26,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "icl/cli/live_view.hpp"
 #include "icl/io/io_error.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/parallel/parallel.hpp"
@@ -74,8 +75,9 @@ void stored_a_record() {
 // A log synced at most once a second (a node crash loses at most about a second of results).
 struct SyncedLog {
   io::PointLog log;
+  LiveFile live;   // the point in flight, for status --watch (live_view.hpp)
   Clock::time_point last = Clock::now();
-  explicit SyncedLog(const std::string& dir) : log(dir) {}
+  SyncedLog(const std::string& dir, double live_every) : log(dir), live(log.path(), live_every) {}
   void append(const std::string& record) {
     log.append_record(record);
     stored_a_record();
@@ -89,19 +91,21 @@ struct SyncedLog {
 }  // namespace
 
 LoopOutcome train_points(const sweep::Grid& grid, const SweepOutput& output, const std::vector<uint8_t>& finished_before,
-                         const std::atomic<bool>& stop) {
+                         const std::atomic<bool>& stop, double live_every) {
   LoopOutcome mine;
   InjectedFaults faults(std::getenv("ICL_SWEEP_FAULTS"));
   par::Counter counter;
   try {
-    SyncedLog log(output.dir());
+    SyncedLog log(output.dir(), live_every);
     while (!stop.load()) {
       const int64_t k = counter.next();
       if (k >= static_cast<int64_t>(grid.order.size())) break;
       const int64_t i = grid.order[k];
       if (finished_before[i]) continue;
       faults.point = i;
-      const Result r = run_point(grid.point(i), &stop, faults.any() ? &faults : nullptr);
+      const Point p = grid.point(i);
+      const Result r = run_point(p, &stop, faults.any() ? &faults : nullptr, {}, nullptr, log.live.begin(i, p.steps));
+      log.live.end();
       if (r.status == Status::cancelled) break;
       log.append(io::encode_point(i, output.hash(), static_cast<double>(::time(nullptr)), r));
       ++mine.trained;
@@ -274,7 +278,8 @@ std::optional<Done> run_leg(const sweep::HalvingSpec& h, const sweep::Grid& grid
   const Leg leg{w.leg.from >= 0 ? &from.checkpoint : nullptr, w.leg.until < rungs ? h.rungs[w.leg.until] : 0};
   Checkpoint stopped;
   faults.point = w.leg.point;
-  const Result r = run_point(p, &stop, faults.any() ? &faults : nullptr, leg, &stopped);
+  const Result r = run_point(p, &stop, faults.any() ? &faults : nullptr, leg, &stopped, log.live.begin(w.leg.point, p.steps));
+  log.live.end();
   if (r.status == Status::cancelled) return std::nullopt;
   const double now = static_cast<double>(::time(nullptr));
   Done d{kFinished, w.leg.point, w.leg.until, ""};
@@ -329,7 +334,7 @@ void serve(Dispatcher& dispatcher, const std::atomic<bool>& stop) {
 }  // namespace
 
 LoopOutcome train_halving(const sweep::Spec& spec, const sweep::Grid& grid, const SweepOutput& output,
-                          const std::atomic<bool>& stop) {
+                          const std::atomic<bool>& stop, double live_every) {
   LoopOutcome mine;
   InjectedFaults faults(std::getenv("ICL_SWEEP_FAULTS"));
   const sweep::HalvingSpec& h = spec.halving;
@@ -350,7 +355,7 @@ LoopOutcome train_halving(const sweep::Spec& spec, const sweep::Grid& grid, cons
     }
     std::thread service([&] { serve(*dispatcher, stop); });
     try {
-      SyncedLog log(output.dir());
+      SyncedLog log(output.dir(), live_every);
       while (const std::optional<Work> w = dispatcher->take_waiting()) {
         const std::optional<Done> d = run_leg(h, grid, output, *w, log, faults, stop);
         if (!d) break;
@@ -369,7 +374,7 @@ LoopOutcome train_halving(const sweep::Spec& spec, const sweep::Grid& grid, cons
   }
   std::string ask = message({kNext});
   try {
-    SyncedLog log(output.dir());
+    SyncedLog log(output.dir(), live_every);
     for (;;) {
       par::send(0, ask);
       const std::string m = par::receive(0);

@@ -1,6 +1,7 @@
 #include "icl/cli/sweep_monitor.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -9,12 +10,29 @@
 
 namespace icl::cli {
 
+std::string rate_text(double per_second, const char* what) {
+  char b[64];
+  if (per_second >= 0.1 || per_second <= 0) std::snprintf(b, sizeof b, "%.3g %s/s", per_second, what);
+  else if (per_second * 60 >= 0.1) std::snprintf(b, sizeof b, "%.3g %s/min", per_second * 60, what);
+  else std::snprintf(b, sizeof b, "%.3g %s/h", per_second * 3600, what);
+  return b;
+}
+
+std::string duration_text(double s) {
+  char b[64];
+  if (s < 120) std::snprintf(b, sizeof b, "%.0f s", s);
+  else if (s < 7200) std::snprintf(b, sizeof b, "%.0f min", s / 60);
+  else if (s < 172800) std::snprintf(b, sizeof b, "%.0f h %02.0f min", std::floor(s / 3600), std::floor(std::fmod(s, 3600) / 60));
+  else std::snprintf(b, sizeof b, "%.1f days", s / 86400);
+  return b;
+}
+
 void Progress::print(int64_t done, Clock::time_point tick) const {
   const double secs = std::chrono::duration<double>(tick - start_).count();
   const double rate = (done - done_before_) / secs;
   const double left = static_cast<double>(total_) - done;
-  std::printf("icl-sweep: %lld/%lld points done, %.2f points/s, ETA %s\n", static_cast<long long>(done), static_cast<long long>(total_), rate,
-              rate > 0 ? (std::to_string(static_cast<long long>(left / rate)) + " s").c_str() : "unknown");
+  std::printf("icl-sweep: %lld/%lld points done, %s, ETA %s\n", static_cast<long long>(done), static_cast<long long>(total_),
+              rate_text(rate, "points").c_str(), rate > 0 ? duration_text(left / rate).c_str() : "unknown");
   std::fflush(stdout);
 }
 

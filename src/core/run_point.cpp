@@ -14,17 +14,17 @@ namespace {
 
 // Training with the measurements along its trajectory: [A24]'s landscape (lsa) or [VO23]'s copy
 // analysis (classic tokens); none in legs (the spec refuses them with successive halving).
-Result trained(const Point& p, const std::atomic<bool>* cancel, const Leg& leg, Checkpoint* stopped) {
+Result trained(const Point& p, const std::atomic<bool>* cancel, const Leg& leg, Checkpoint* stopped, LiveTraining* live) {
   Result r;
   if (leg.partial(p)) {
-    static_cast<Trained&>(r) = train(p, cancel, nullptr, leg, stopped);
+    static_cast<Trained&>(r) = train(p, cancel, nullptr, leg, stopped, live);
   } else if (copy_applies(p)) {
     CopyCurve copy(p);
-    static_cast<Trained&>(r) = train(p, cancel, &copy);
+    static_cast<Trained&>(r) = train(p, cancel, &copy, leg, nullptr, live);
     r.merge(copy.take());
   } else {
     Landscape landscape(p, cancel);
-    static_cast<Trained&>(r) = train(p, cancel, landscape.on() ? &landscape : nullptr);
+    static_cast<Trained&>(r) = train(p, cancel, landscape.on() ? &landscape : nullptr, leg, nullptr, live);
     r.merge(landscape.take());
   }
   return r;
@@ -41,7 +41,8 @@ Result cancelled(const char* during) {
 
 }  // namespace
 
-Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hook, const Leg& leg, Checkpoint* stopped) {
+Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hook, const Leg& leg, Checkpoint* stopped,
+                 LiveTraining* live) {
   const auto t_start = std::chrono::steady_clock::now();
   const auto seconds = [&] {   // wall-clock of this point's legs so far
     return (leg.from ? leg.from->run.seconds_total : 0.0) +
@@ -50,7 +51,7 @@ Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hoo
   Result r;
   try {
     if (hook) hook->enter("train");
-    r = trained(p, cancel, leg, stopped);
+    r = trained(p, cancel, leg, stopped, live);
   } catch (const Cancelled&) {
     return cancelled("the landscape measurements");
   } catch (const std::exception& e) {
@@ -61,6 +62,7 @@ Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hoo
     return r;
   }
   if (r.status == Status::ok && p.analysis) {
+    if (live) live->analysing.store(true, std::memory_order_relaxed);
     try {
       if (hook) hook->enter("analysis");
       r.merge(analyse(p, r, cancel));

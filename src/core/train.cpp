@@ -32,8 +32,8 @@ const double kNaN = std::numeric_limits<double>::quiet_NaN();
 template <class T>
 class TrainingRun {
  public:
-  TrainingRun(const Point& p, TrainObserver* observer, const Checkpoint* from)
-      : p_(p), observer_(observer), law_(training_law(p)), objective_(make_trainable<T>(p)),
+  TrainingRun(const Point& p, TrainObserver* observer, const Checkpoint* from, LiveTraining* live)
+      : p_(p), observer_(observer), live_(live), law_(training_law(p)), objective_(make_trainable<T>(p)),
         blocks_(objective_->blocks()), theta_(objective_->init(p)), opt_(opt_init(objective_->size())),
         g_(objective_->size()), layer_loss_(p.layers) {
     batch_.resize(p.batch, p.d, p.n);
@@ -63,6 +63,7 @@ class TrainingRun {
         return std::move(r_);
       }
       if (!step(s)) break;
+      if (live_) live_->steps_done.store(s + 1, std::memory_order_relaxed);
       if (is_eval_step(p_, s + 1)) evaluate(s + 1);
     }
     if (until < p_.steps) {
@@ -141,6 +142,7 @@ class TrainingRun {
     r_.curve_step.push_back(step);
     r_.curve_train_loss.push_back(step == 0 ? kNaN : loss_since_eval_ / steps_since_eval_);
     r_.curve_test_loss.push_back(eval_loss);
+    if (live_) live_->test_loss.store(eval_loss, std::memory_order_relaxed);
     if (step > 0) r_.train_loss = loss_since_eval_ / steps_since_eval_;
     loss_since_eval_ = 0.0;
     steps_since_eval_ = 0;
@@ -173,6 +175,7 @@ class TrainingRun {
 
   const Point& p_;
   TrainObserver* observer_;
+  LiveTraining* live_;
   const TaskLaw law_;   // of the training batches (a pool or fixed contexts when set)
   std::unique_ptr<Trainable<T>> objective_;
   const std::vector<std::pair<int, int>> blocks_;
@@ -204,13 +207,14 @@ int64_t eval_record_bound(const Point& p) {
   return p.steps / p.eval_every + 2 + logs;
 }
 
-Trained train(const Point& p, const std::atomic<bool>* cancel, TrainObserver* observer, const Leg& leg, Checkpoint* stopped) {
+Trained train(const Point& p, const std::atomic<bool>* cancel, TrainObserver* observer, const Leg& leg, Checkpoint* stopped,
+              LiveTraining* live) {
   const int64_t until = leg.until > 0 ? std::min(leg.until, p.steps) : p.steps;
   ICL_CHECK(until == p.steps || (until % p.eval_every == 0 && stopped != nullptr));
   ICL_CHECK(!leg.partial(p) || observer == nullptr);
   ICL_CHECK(leg.from == nullptr || (leg.from->run.steps_done % p.eval_every == 0 && leg.from->run.steps_done < until));
-  if (p.precision == Precision::f32) return TrainingRun<float>(p, observer, leg.from).run(cancel, until, stopped);
-  return TrainingRun<double>(p, observer, leg.from).run(cancel, until, stopped);
+  if (p.precision == Precision::f32) return TrainingRun<float>(p, observer, leg.from, live).run(cancel, until, stopped);
+  return TrainingRun<double>(p, observer, leg.from, live).run(cancel, until, stopped);
 }
 
 }  // namespace icl

@@ -31,12 +31,13 @@ struct InjectedFaults : StageHook {
   void enter(const char* stage) override;
 };
 
+// `live_every`: seconds between rewrites of the rank's live file (live_view.hpp; 0 = none).
 LoopOutcome train_points(const sweep::Grid& grid, const SweepOutput& output, const std::vector<uint8_t>& finished_before,
-                         const std::atomic<bool>& stop);
+                         const std::atomic<bool>& stop, double live_every);
 
 // Rank 0 reads the logs (rung records and finished points) and replays the decisions before handing out
 // work; `pruned_now` counts the points it pruned from decisions the logs allowed but had not recorded.
 LoopOutcome train_halving(const sweep::Spec& spec, const sweep::Grid& grid, const SweepOutput& output,
-                          const std::atomic<bool>& stop);
+                          const std::atomic<bool>& stop, double live_every);
 
 }  // namespace icl::cli

@@ -7,11 +7,17 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <thread>
 
 #include "icl/cli/sweep_output.hpp"
 
 namespace icl::cli {
+
+// "0.00253 points/s" -> "0.152 points/min", "7260 s" -> "2 h 01 min": three significant digits, in the
+// units a person reads (a slow sweep's rate is never "0 points/s").
+std::string rate_text(double per_second, const char* what);
+std::string duration_text(double seconds);
 
 // "icl-sweep: N/M points done, R points/s, ETA S s": the rate counts only this run's points.
 class Progress {

@@ -25,8 +25,9 @@ struct StageHook {
 // status cancelled, which a driver discards: cancellation never changes a recorded result.
 // `leg` (train.hpp): successive halving trains a point in legs.  One that stops before p.steps with
 // status ok is not analysed and fills `stopped` with its checkpoint; one that ends at p.steps is analysed
-// like a point trained straight through, and has its bits (timings aside).
+// like a point trained straight through, and has its bits (timings aside).  `live` (optional): the
+// point's progress for a driver's live view (train.hpp).
 Result run_point(const Point& p, const std::atomic<bool>* cancel = nullptr, StageHook* hook = nullptr, const Leg& leg = {},
-                 Checkpoint* stopped = nullptr);
+                 Checkpoint* stopped = nullptr, LiveTraining* live = nullptr);
 
 }  // namespace icl

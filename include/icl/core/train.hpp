@@ -4,6 +4,7 @@
 // (status + message); an exception means the point failed (run_point.hpp records it).
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "icl/core/point.hpp"
@@ -36,11 +37,20 @@ struct Leg {
 bool is_eval_step(const Point& p, int64_t step);
 int64_t eval_record_bound(const Point& p);   // at most this many records (reservations, estimates)
 
+// What a driver may show of a point in flight (status --watch): written by the training thread (relaxed
+// atomics, once a step and at each evaluation, then `analysing` by run_point), read by any other thread.
+// Never read back by the science.
+struct LiveTraining {
+  std::atomic<int64_t> steps_done{0};
+  std::atomic<double> test_loss{std::numeric_limits<double>::quiet_NaN()};   // at the latest evaluation
+  std::atomic<bool> analysing{false};
+};
+
 // `cancel` (optional) is polled once per step; when it becomes true the point stops with status
 // cancelled, which a driver discards: cancellation never changes a recorded result.  A leg that stops
 // before p.steps with status ok fills `stopped` (required then) with its checkpoint, whose `run` is the
 // returned Trained.
 Trained train(const Point& p, const std::atomic<bool>* cancel = nullptr, TrainObserver* observer = nullptr,
-              const Leg& leg = {}, Checkpoint* stopped = nullptr);
+              const Leg& leg = {}, Checkpoint* stopped = nullptr, LiveTraining* live = nullptr);
 
 }  // namespace icl
