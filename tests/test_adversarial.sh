@@ -39,7 +39,7 @@ if unshare -pf --mount-proc true 2>/dev/null; then
   done
   before=$(done_of "$dir/pid.h5")
   unshare -pf --mount-proc "$bin" run "$slow" -o "$dir/pid.h5" --resume --quiet || fail "resume in a PID namespace"
-  logs=$(ls "$dir/pid.h5.points" | wc -l)
+  logs=$(ls "$dir/pid.h5.points"/*.log | wc -l)
   [ "$(state "$dir/pid.h5")" = complete ] && [ "$logs" -ge 3 ] && [ "${before:-0}" -ge 2 ] && ok "PID reuse: $before points survived two kills as pid 1, $logs separate logs" \
     || fail "PID reuse: state $(state "$dir/pid.h5"), $logs logs"
   compare "$dir/refk.h5" "$dir/pid.h5" "PID reuse: kill -9 x2 + resume as the same pid == uninterrupted"
@@ -51,7 +51,7 @@ fi
 cp "$dir/ref.h5" "$dir/nolog.h5"
 [ "$(done_of "$dir/nolog.h5")" = 16 ] && ok "status counts OUT.h5's rows without logs (16/16)" || fail "status without logs: $("$bin" status "$dir/nolog.h5" 2>&1)"
 out=$(run1 "$spec" -o "$dir/nolog.h5" --resume 2>&1); rc=$?
-[ $rc -eq 0 ] && [ "$(state "$dir/nolog.h5")" = complete ] && [ "$(ls "$dir/nolog.h5.points" | wc -l)" -ge 1 ] \
+[ $rc -eq 0 ] && [ "$(state "$dir/nolog.h5")" = complete ] && [ "$(ls "$dir/nolog.h5.points"/*.log | wc -l)" -ge 1 ] \
   && ok "resume without logs recomputes nothing and copies the rows into a log" || fail "resume without logs: rc $rc: $out"
 compare "$dir/ref.h5" "$dir/nolog.h5" "resume without logs == original"
 # ... and half a sweep without its logs: only the missing points are computed.
