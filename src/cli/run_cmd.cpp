@@ -157,7 +157,7 @@ struct RunArgs {
 };
 
 void add_run_options(po::options_description& desc) {
-  desc.add_options()("help,h", "print this help")("spec", po::value<std::string>(), "the sweep spec (default: jobs/presets/quickstart.ini)")(
+  desc.add_options()("help,h", "print this help")("spec", po::value<std::string>(), ("the sweep spec (default: the quickstart preset, here " + default_spec() + ")").c_str())(
       "output,o", po::value<std::string>(), "the sweep's HDF5 file (default: the spec's name with .h5)")(
       "resume", po::bool_switch(), "continue the sweep in OUTPUT: recompute nothing that finished")(
       "force", po::bool_switch(), "discard an existing OUTPUT and start over")(
