@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A real single-node Slurm (tools/slurm-local.sh): the generated sbatch script runs a ~2-minute sweep in
 # allocations of one minute.  The sweep must complete across several allocations, every point stored
-# exactly once, with results identical to an uninterrupted run; every daemon started is stopped.
+# exactly once, with results identical to an uninterrupted run; then the same through the srun launcher,
+# stopped once by the walltime warning; every daemon started is stopped.
 # Exit 77 (skipped) when not root: the daemons need it.
 set -u
 src=$1
@@ -44,6 +45,46 @@ grep -h "^icl-sweep job" "$dir"/icl-sweep-*.out | sed 's/^/  /'
 "$bin" status "$dir/sweep.h5" | grep -q "records     64 in the logs, 0 duplicates" && ok "every point stored exactly once" \
   || fail "records: $("$bin" status "$dir/sweep.h5")"
 "$py" "$src/compare_sweeps.py" "$dir/ref.h5" "$dir/sweep.h5" && ok "identical to the uninterrupted run" || fail "results differ"
+
+# The srun launcher (icl-job --launch srun: srun --mpi=pmix, which Debian's Open MPI speaks; srun --mpi=list
+# names the plugins), and a --setup line, through a chain: after the first job has stored a few points it
+# gets the walltime warning (scancel --batch --signal=USR1, what --signal=B:USR1@ sends), srun forwards it to
+# every process of its step, the sweep stops cleanly, the script resubmits, the next job completes it.
+# A 16-point spec (~10 s on 2 free cores): the chain needs the warning, not the clock.
+small=$src/specs/sweep_kill.ini
+mpiexec -n 2 "$bin" run "$small" -o "$dir/ref_small.h5" --quiet || fail "reference run (srun case)"
+echo "  srun --mpi=list: $(srun --mpi=list 2>&1 | tr -s '\n\t ' ' ')"
+mkdir "$dir/srun"
+"$root/tools/icl-job" --cluster slurm --spec "$small" --out "$dir/srun/sweep.h5" --tasks-per-node 2 --walltime 00:10:00 \
+  --warning 60 --launch srun --setup 'echo "setup line: job $SLURM_JOB_ID, chain link ${ICL_CHAIN:-0}"' \
+  -o "$dir/srun/job.sbatch" >/dev/null || fail "icl-job --launch srun"
+first=$(cd "$dir/srun" && sbatch --parsable job.sbatch) || fail "sbatch (srun)"
+t0=$(date +%s) signalled=0
+while [ $(( $(date +%s) - t0 )) -lt 900 ]; do
+  sleep 1
+  records=$("$bin" status "$dir/srun/sweep.h5" 2>/dev/null | awk '/^records/ {print $2}')
+  if [ $signalled -eq 0 ] && [ "${records:-0}" -ge 2 ]; then
+    scancel --batch --signal=USR1 "$first" && signalled=1 && echo "  SIGUSR1 to job $first with $records points stored"
+  fi
+  state=$("$bin" status "$dir/srun/sweep.h5" 2>/dev/null | sed -n 's/^sweep .*(\([a-z]*\).*/\1/p')
+  [ "$(squeue -h | wc -l)" -eq 0 ] && [ $signalled -eq 1 -o "$state" = complete ] && break
+done
+echo "  srun chain: $(( $(date +%s) - t0 )) s"
+cat "$dir"/srun/icl-sweep-*.out | grep -E "^(icl-sweep job|setup line|srun|slurmstepd)" | sed 's/^/  /'
+allocations=$(cat "$dir"/srun/icl-sweep-*.out 2>/dev/null | grep -c "^icl-sweep job [0-9]* (chain link")
+launched=$(cat "$dir"/srun/icl-sweep-*.out 2>/dev/null | grep -c "^icl-sweep job: srun --mpi=pmix --ntasks=2 ")
+setups=$(cat "$dir"/srun/icl-sweep-*.out 2>/dev/null | grep -c "^setup line: job [0-9]*, chain link [0-9]")
+[ "$state" = complete ] && ok "srun: sweep complete" || fail "srun: sweep state '$state'"
+[ "$allocations" -ge 2 ] && [ "$launched" -eq "$allocations" ] && [ "$setups" -eq "$allocations" ] \
+  && ok "srun: $allocations jobs, each launched the sweep with srun --mpi=pmix after its --setup line" \
+  || fail "srun: $allocations job(s), $launched srun launch(es), $setups setup line(s)"
+grep -q "stopped by a signal" "$dir"/srun/icl-sweep-$first.out && grep -q "sweep incomplete after this allocation (exit 0)" "$dir"/srun/icl-sweep-$first.out \
+  && ok "srun: the warning stopped the first job cleanly (exit 0) and it resubmitted" || fail "srun: first job: $(cat "$dir"/srun/icl-sweep-$first.out)"
+grep -h "points on 2 ranks" "$dir"/srun/icl-sweep-*.out | grep -q . && ok "srun: the 2 tasks joined one MPI job" || fail "srun: ranks"
+"$bin" status "$dir/srun/sweep.h5" | grep -q "records     16 in the logs, 0 duplicates" && ok "srun: every point stored exactly once" \
+  || fail "srun: records: $("$bin" status "$dir/srun/sweep.h5")"
+"$py" "$src/compare_sweeps.py" "$dir/ref_small.h5" "$dir/srun/sweep.h5" && ok "srun: identical to the uninterrupted run" || fail "srun: results differ"
+
 bash "$root/tools/slurm-local.sh" stop
 pgrep -f "slurm.conf" >/dev/null && fail "Slurm daemons still running" || ok "daemons stopped"
 echo "slurm tests: $failures failed"

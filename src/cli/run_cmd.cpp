@@ -23,6 +23,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iostream>
@@ -226,6 +227,17 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   args->output.force = vm["force"].as<bool>();
   args->output.retry_failed = vm["retry-failed"].as<bool>();
   args->output.allow_mixed_builds = vm["allow-mixed-builds"].as<bool>();
+  // The job scripts set ICL_EXPECT_RANKS to the tasks they asked for: a launcher that does not join the
+  // ranks into one MPI job (srun whose MPI plugin does not match this MPI: each task starts as a singleton
+  // of 1 rank) is refused here, before anything is written, instead of running the sweep N times over.
+  if (const char* want = std::getenv("ICL_EXPECT_RANKS"); want && *want && std::strtol(want, nullptr, 10) != par::size()) {
+    if (root)
+      std::cerr << "icl-sweep run: started as " << par::size() << " rank" << (par::size() > 1 ? "s" : "")
+                << " but the job expects " << want << " (ICL_EXPECT_RANKS): the launcher did not join the tasks into "
+                << "one MPI job; with srun, its MPI plugin must match this MPI's process manager interface (Open MPI: "
+                << "srun --mpi=pmix; see srun --mpi=list), or launch with mpirun\n";
+    return kExitUsage;
+  }
   return kContinue;
 }
 

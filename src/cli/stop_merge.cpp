@@ -35,9 +35,14 @@ StopMerge::StopMerge(const std::string& out) {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[0], 0);   // the child's stdin: the pipe (dup2 clears CLOEXEC)
   posix_spawnattr_init(&attr);
-  sigset_t none;
-  sigemptyset(&none);
-  posix_spawnattr_setsigmask(&attr, &none);
+  // The stop signals start blocked; merge --after-stop ignores them, then unblocks them.  A signal to the
+  // whole job must not kill the guard: srun (slurmstepd) delivers what it forwards to every process of its
+  // step, this one included, and a guard killed by SIGUSR1 would leave the run's done() writing to a closed
+  // pipe (SIGPIPE: the rank dies at the end of a clean stop).
+  sigset_t stops;
+  sigemptyset(&stops);
+  for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&stops, s);
+  posix_spawnattr_setsigmask(&attr, &stops);
   posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGMASK);   // Ctrl-C and the job's kill do not reach it
   std::string exe = "icl-sweep", cmd = "merge", flag = "--after-stop";
   std::string target = out;
@@ -84,7 +89,12 @@ int merge_main(int argc, char** argv) {
   if (after_stop) {
     ::signal(SIGINT, SIG_IGN);
     ::signal(SIGTERM, SIG_IGN);
+    ::signal(SIGUSR1, SIG_IGN);   // srun forwards the walltime warning to every process of the step
     ::signal(SIGPIPE, SIG_IGN);   // its stderr may be mpirun's forwarding, gone with mpirun: the merge goes on
+    sigset_t stops;               // blocked by StopMerge until now
+    sigemptyset(&stops);
+    for (int s : {SIGINT, SIGTERM, SIGUSR1}) sigaddset(&stops, s);
+    ::sigprocmask(SIG_UNBLOCK, &stops, nullptr);
     char c = 0;
     ssize_t k;
     while ((k = ::read(0, &c, 1)) < 0 && errno == EINTR) {}
