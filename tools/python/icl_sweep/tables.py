@@ -96,7 +96,11 @@ def _mean_se(st):
 
 
 def _none_left(c, total):
-    """What a condition with no point in the statistics is: all diverged, all failed, or else."""
+    """What a condition with no point in the statistics is: all diverged, all failed, or else (its points
+    pruned by successive halving left out)."""
+    total -= c["n_pruned"]
+    if total <= 0:
+        return "none finished"
     if c["n_diverged"] == total:
         return "all diverged"
     if c["n_failed"] == total:
@@ -136,7 +140,7 @@ def halving(r):
             w = min(ok, key=lambda i: (loss[i], i))
             row += [int(w)] + [str(pts[a][w]) for a in named] + [f"{float(r.scale(loss[w])):.5g}"]
         else:
-            row += [_none_left(c, len(idx)) if c["n_diverged"] + c["n_failed"] else "none"] + ["-"] * len(named) + ["-"]
+            row += [_none_left(c, len(idx))] + ["-"] * len(named) + ["-"]
         rows.append(row)
     r.table("halving", "Successive halving: each condition's winner (the survivor with the least test loss)",
             header, rows, "Candidates: the points of the condition (the searched axes: " + ", ".join(searched) +
