@@ -173,7 +173,7 @@ class Summaries(unittest.TestCase):
         cls.grid = os.path.join(cls.tmp.name, "grid.h5")
         cls.truth = grid_sweep(cls.grid)
         cls.grid_out = os.path.join(cls.tmp.name, "grid_report")
-        cls.grid_text = run_report([cls.grid, "-o", cls.grid_out])
+        cls.grid_text = run_report([cls.grid, "-o", cls.grid_out, "--table", "layers", "lr"])
         cls.halving = os.path.join(cls.tmp.name, "halving.h5")
         cls.winners = halving_sweep(cls.halving)
         cls.halving_out = os.path.join(cls.tmp.name, "halving_report")
@@ -226,8 +226,16 @@ class Summaries(unittest.TestCase):
                 self.assertTrue(np.isnan(num(row[f"test_loss {stat}"])), f"layers {layers}: test_loss {stat} NaN")
 
     def test_terminal_summary_names_the_all_diverged(self):
-        lines = [l for l in self.grid_text.splitlines() if "all diverged" in l]
-        self.assertEqual(len(lines), len(LAYERS), self.grid_text)
+        summary = next(b for b in self.grid_text.split("\n\n") if "Every condition" in b)
+        lines = [l.split() for l in summary.splitlines() if "all diverged" in l]
+        self.assertEqual([l[:5] for l in lines], [[str(k), "0.1", "0", str(REPLICAS), "0"] for k in LAYERS], summary)
+
+    def test_pivot_keeps_the_all_diverged_column(self):
+        header, rows = read_csv(os.path.join(self.grid_out, "table_test_loss.csv"))
+        self.assertEqual(header, ["layers \\ lr", "0.001", "0.01", "0.1"])
+        self.assertEqual([r[3] for r in rows], ["all diverged"] * len(LAYERS))
+        v = self.truth[(1, 0.001)][1]
+        self.assertEqual(rows[0][1], f"{np.mean(v):.4g} +- {np.std(v, ddof=1):.2g}")
 
     def test_summary_csv_reads_as_nan_with_pandas(self):
         try:

@@ -149,20 +149,31 @@ def halving(r):
 
 def pivot(r, rows_axis, columns_axis, metric_names):
     """One table per metric and per combination of the other varied options: rows x columns of the mean
-    over the remaining points (replicas), each cell mean (s.d.)."""
+    over the remaining points (replicas), each cell mean (s.d.); a cell whose points all diverged or
+    failed says so (its row and column stay)."""
     others = [a for a in r.view.axes if a not in (rows_axis, columns_axis)]
     points = r.sweep.points
-    row_values = sorted(set(points[rows_axis][r.view.mask]), key=sort_key)
-    col_values = sorted(set(points[columns_axis][r.view.mask]), key=sort_key)
+    status = points["status"]
+    row_values = sorted(set(points[rows_axis]), key=sort_key)
+    col_values = sorted(set(points[columns_axis]), key=sort_key)
     for metric in metric_names:
         values = r.scale(r.sweep.metrics[metric]) if is_loss(metric) else r.sweep.metrics[metric]
-        for okey, oidx in r.view.groups(others).items():
+        for okey, (oidx, every) in r.view.conditions(others).items():
             rows = []
             for rv in row_values:
                 cells = [str(rv)]
                 for cv in col_values:
                     at = oidx[(points[rows_axis][oidx] == rv) & (points[columns_axis][oidx] == cv)]
-                    cells.append(_mean_sd(values[at]))
+                    if len(at):
+                        cells.append(_mean_sd(values[at]))
+                        continue
+                    there = every[(points[rows_axis][every] == rv) & (points[columns_axis][every] == cv)]
+                    if not len(there):
+                        cells.append("")
+                    elif (status[there] == "ok").any():   # finished, but not the --best value
+                        cells.append("not kept")
+                    else:
+                        cells.append(_none_left(counts(status[there]), len(there)))
                 rows.append(cells)
             scale = f" ({r.scale.name})" if is_loss(metric) else ""
             title = f"{metric}{scale}: {rows_axis} x {columns_axis}" + (f"; {label(others, okey)}" if others else "")
