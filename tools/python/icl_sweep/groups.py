@@ -16,8 +16,9 @@ class View:
         for axis in self.best:
             self.mask &= _best_mask(sweep, self.mask, axis, self.grid_axes(exclude=(axis,)))
         # Zipped options are told by every point, not only the ok ones: a value whose points all diverged
-        # stays a condition of its own instead of looking determined by another option.
-        self.every = np.ones(sweep.size, dtype=bool)
+        # stays a condition of its own instead of looking determined by another option. (Not by a damaged
+        # row: its option values cannot be trusted.)
+        self.every = sweep.points["status"] != "damaged"
         self.axes = _independent([a for a in sweep.varied() if a not in self.best], sweep.points, self.every)
 
     def grid_axes(self, exclude=()):
