@@ -5,8 +5,9 @@
 #  (b) `cmake --install BUILD --prefix P`, then, as an unprivileged user (nobody, when run as root) and from
 #      another directory: P/bin/icl-sweep run with no spec (the installed quickstart preset, shrunk by
 #      overrides) under mpiexec -n 1, and P/bin/icl-report on its output from a third directory;
-#  (c) the installed tree holds the presets (reduced/ too), the job templates, the Python package and the
-#      tools, and the executable carries no path to the source tree to find them.
+#  (c) the installed tree holds the presets (reduced/ too), the job templates, the Python package (importable
+#      from there: load() gives a DataFrame) and the tools, and the executable carries no path to the source
+#      tree to find them. (pip's install of the package: tests/test_pip_install.sh.)
 # Usage: test_install.sh SOURCE_DIR BUILD_DIR (BUILD_DIR: the configured and built tree to install).
 set -uo pipefail
 src=$(cd "$1" && pwd) build=$(cd "$2" && pwd)
@@ -76,6 +77,13 @@ check "icl-report (from $report)" \
   '(cd "$report" && "${as_user[@]}" "${user_env[@]}" "$prefix/bin/icl-report" "$work/quickstart.h5" -o "$report/out" --quiet \
      >"$tmp/report.log" 2>&1) || { tail -20 "$tmp/report.log"; false; }'
 check "the report's page and tables" '[ -s "$report/out/index.html" ] && ls "$report"/out/*.csv >/dev/null 2>&1'
+# The installed package itself (what the tools import): a notebook's import, with PYTHONPATH to P only.
+check "import icl_sweep from P/share/icl-sweep/python: load() a DataFrame (from $report)" \
+  '(cd "$report" && "${as_user[@]}" "${user_env[@]}" PYTHONPATH="$prefix/share/icl-sweep/python" \
+     "$("$prefix/libexec/icl-sweep/find-python" numpy h5py pandas)" -c "import icl_sweep, pandas, sys
+assert icl_sweep.__file__.startswith(sys.argv[2]), icl_sweep.__file__
+assert isinstance(icl_sweep.load(sys.argv[1]), pandas.DataFrame)" "$work/quickstart.h5" "$prefix" >"$tmp/import.log" 2>&1) \
+   || { tail -5 "$tmp/import.log"; false; }'
 check "icl-job writes a Slurm script from the installed templates" \
   '"${as_user[@]}" "${user_env[@]}" "$prefix/bin/icl-job" --cluster slurm --spec "$prefix/share/icl-sweep/presets/quickstart.ini" \
      --out "$work/q.h5" -o "$work/job.sbatch" >/dev/null 2>&1 && grep -qF "$prefix/bin/icl-sweep" "$work/job.sbatch"'

@@ -61,8 +61,9 @@ def outputs(outdir, h5, expected):
     check(np.allclose(stored, test_loss, rtol=0, atol=0, equal_nan=True), "points.csv test_loss equals the file's, bit for bit")
     with open(os.path.join(outdir, "summary.csv")) as f:
         summary = list(csv.reader(f))
-    check("test_loss mean" in summary[0] and "replicas" in summary[0] and len(summary) >= 2,
-          f"summary.csv has conditions x (mean, sd) columns ({len(summary) - 1} conditions)")
+    check(all(c in summary[0] for c in ("n", "n_diverged", "n_failed", "test_loss mean", "test_loss se",
+                                        "test_loss median", "test_loss iqr")) and len(summary) >= 2,
+          f"summary.csv has conditions x (counts, mean, s.e., median, IQR) columns ({len(summary) - 1} conditions)")
     page = open(os.path.join(outdir, "index.html")).read()
     links = set(re.findall(r"(?:href|src)='([^'#]+)'", page))
     missing = [l for l in links if not os.path.isfile(os.path.join(outdir, l))]
@@ -82,11 +83,19 @@ def loader(h5):
     check(same, "load(): metrics equal the file's")
     check(strings, "load(): text columns are str, not bytes")
     try:
-        import pandas  # noqa: F401
-        frame = icl_sweep.load(h5)
-        check(frame.shape == (size, len(table)), f"load(): DataFrame {frame.shape}")
+        import pandas
     except ImportError:
-        check(isinstance(icl_sweep.load(h5), dict), "load() without pandas: a dict")
+        pandas = None
+    if pandas is not None:
+        frame = icl_sweep.load(h5)
+        check(isinstance(frame, pandas.DataFrame) and frame.shape == (size, len(table))
+              and list(frame["point"]) == list(range(size)), f"load(): DataFrame {frame.shape}, one row per point")
+    else:
+        try:
+            icl_sweep.load(h5)
+            check(False, "load() without pandas raises ImportError")
+        except ImportError as e:
+            check("frame=False" in str(e), f"load() without pandas: ImportError naming the dict fallback ({e})")
     sweep = icl_sweep.open_sweep(h5)
     check(sweep.varied()[:4] == ["layers", "noise", "param", "optimizer"], f"varied options in grid order: {sweep.varied()}")
     # --best lr: per (layers, noise, param, optimizer) the kept rate is the one with the lowest mean loss.

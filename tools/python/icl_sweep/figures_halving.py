@@ -22,6 +22,7 @@ def halving(r):
     if "replica" not in searched:
         keys.append("replica")
     column = {k: r.sweep.points[k] for k in keys}
+    named = [a for a in searched if a in r.sweep.points] + ["seed"]   # a survivor's name: its rate, replica, seed
     conditions = {}
     for i in range(r.sweep.size):
         conditions.setdefault(tuple(column[k][i] for k in keys), []).append(i)
@@ -37,7 +38,7 @@ def halving(r):
             x, y = x_all[p][ok], r.scale(y_all[p][ok])
             if status[p] == "ok":
                 ax.plot(x, y, color=plot.model_style(survivors)["color"], linewidth=1.6,
-                        label=f"survivor (point {p})")
+                        label=f"survivor {p}: " + ", ".join(f"{a}={r.sweep.points[a][p]}" for a in named))
                 survivors += 1
             else:
                 ax.plot(x, y, color="0.6", linewidth=0.7, alpha=0.7)

@@ -15,7 +15,11 @@ class View:
         self.mask = sweep.ok()
         for axis in self.best:
             self.mask &= _best_mask(sweep, self.mask, axis, self.grid_axes(exclude=(axis,)))
-        self.axes = _independent([a for a in sweep.varied() if a not in self.best], sweep.points, self.mask)
+        # Zipped options are told by every point, not only the ok ones: a value whose points all diverged
+        # stays a condition of its own instead of looking determined by another option. (Not by a damaged
+        # row: its option values cannot be trusted.)
+        self.every = sweep.points["status"] != "damaged"
+        self.axes = _independent([a for a in sweep.varied() if a not in self.best], sweep.points, self.every)
 
     def grid_axes(self, exclude=()):
         return [a for a in self.sweep.varied() if a not in exclude and a not in self.best]
@@ -26,8 +30,18 @@ class View:
         out = {}
         for b in self.grid_axes():
             if b not in self.axes:
-                out[b] = next(a for a in self.axes if _determines(self.sweep.points, self.mask, a, b))
+                out[b] = next(a for a in self.axes if _determines(self.sweep.points, self.every, a, b))
         return out
+
+    def conditions(self, axes):
+        """{key tuple: (indices of the view's points, indices of every point of the condition)} over every
+        point of the file, whatever its status, keys in grid order: a condition whose points all diverged
+        or failed is still there, with no point in the view."""
+        used = self.groups(axes)
+        every = {}
+        for i in range(self.sweep.size):
+            every.setdefault(tuple(self.sweep.points[a][i] for a in axes), []).append(i)
+        return {k: (used.get(k, np.array([], dtype=np.int64)), np.array(v)) for k, v in every.items()}
 
     def groups(self, axes):
         """{key tuple: point indices} over the view's points, keys in grid order."""
@@ -105,6 +119,35 @@ def stats(values):
         hi = np.nanmax(values, axis=0) if values.size else mean
         sd = np.nanstd(values, axis=0, ddof=1) if values.shape[0] > 1 else np.zeros_like(mean)
     return mean, lo, hi, sd, count
+
+
+# Statuses counted as failed per condition (diverged is counted apart; pruned and pending are neither).
+FAILED = ("failed", "damaged", "cancelled")
+
+
+def counts(status):
+    """{'n_diverged', 'n_failed', 'n_pruned'} of an array of point statuses."""
+    status = np.asarray(status)
+    return {"n_diverged": int(np.sum(status == "diverged")), "n_failed": int(np.isin(status, FAILED).sum()),
+            "n_pruned": int(np.sum(status == "pruned"))}
+
+
+def robust(values):
+    """Summary of the finite values of a 1-D array (NaN, a point that did not finish, and +-inf are left
+    out): n, mean, se (standard error: s.d. / sqrt(n)), sd (ddof 1), median, q1, q3, iqr (q3 - q1;
+    numpy's linear percentiles). With no finite value every statistic is NaN and n is 0; with one, sd and
+    se are NaN."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    n = len(v)
+    out = dict(n=n, mean=np.nan, se=np.nan, sd=np.nan, median=np.nan, q1=np.nan, q3=np.nan, iqr=np.nan)
+    if n:
+        q1, median, q3 = np.percentile(v, [25, 50, 75])
+        out.update(mean=float(np.mean(v)), median=float(median), q1=float(q1), q3=float(q3), iqr=float(q3 - q1))
+        if n > 1:
+            out["sd"] = float(np.std(v, ddof=1))
+            out["se"] = out["sd"] / np.sqrt(n)
+    return out
 
 
 def sort_key(value):

@@ -42,11 +42,21 @@ def best_and_se(f, idx, search, loss):
     """The full grid's best candidate and the standard error of the loss over replicas at its values of
     the other searched options (e.g. its rate)."""
     ok = [i for i in idx if text(f["points/status"][i]) == "ok" and np.isfinite(loss[i])]
+    if not ok:   # every candidate diverged or failed: no best
+        return None, np.nan
     best = min(ok, key=lambda i: loss[i])
     others = [k for k in search if k != "replica"]
     peers = [i for i in ok if all(f["points"][k][i] == f["points"][k][best] for k in others)]
     se = np.std(loss[peers], ddof=1) / np.sqrt(len(peers)) if len(peers) > 1 else 0.0
     return best, se
+
+
+def winner_name(f, i, search):
+    """Point i named by its values of the searched axes and its seed: 'lr=0.001 replica=2 seed=7'."""
+    if i is None:
+        return "-"
+    names = [k for k in search if k in f["points"]] + (["seed"] if "seed" not in search else [])
+    return " ".join(f"{k}={text(f['points'][k][i])}" for k in names)
 
 
 def replay(f, idx, rungs, reduction, curve_step, curve_loss, steps):
@@ -61,7 +71,7 @@ def replay(f, idx, rungs, reduction, curve_step, curve_loss, steps):
     return cand[0], cost
 
 
-def main(argv):
+def main(argv=None):
     p = argparse.ArgumentParser(prog="icl-halving-check", description=__doc__.split("\n")[0].split(": ", 1)[1])
     p.add_argument("full")
     p.add_argument("halving", nargs="?")
@@ -69,7 +79,7 @@ def main(argv):
     p.add_argument("--replay", nargs="+", metavar="RUNGS", help="comma-separated rung steps, one list per replay")
     p.add_argument("--search", nargs="+", default=["replica", "lr"], help="with --replay: the searched axes")
     p.add_argument("--reduction", type=int, default=3, help="with --replay: keep the best 1/reduction")
-    a = p.parse_args(argv)
+    a = p.parse_args(sys.argv[1:] if argv is None else argv)
     if (a.halving is None) == (a.replay is None):
         p.error("give HALVING.h5 or --replay, not both")
     scale = 0.5 if a.half else 1.0
@@ -85,6 +95,10 @@ def main(argv):
                     best, se = best_and_se(f, idx, a.search, loss)
                     pick, c = replay(f, idx, rungs, a.reduction, step, curve, steps)
                     cost += c
+                    if best is None:   # nothing to pick: every candidate diverged or failed
+                        agree += 1
+                        same += 1
+                        continue
                     same += pick == best
                     agree += pick == best or loss[pick] - loss[best] <= se
                 print(f"rungs {spec:>12s}: agreement {agree}/{len(cells)} cells ({100 * agree / len(cells):.0f}%), "
@@ -98,18 +112,22 @@ def main(argv):
             loss_h, status_h = h["metrics/test_loss"][:] * scale, h["points/status"][:].astype(str)
             agree = same = 0
             cells = conditions(h, search)
-            print(f"{'cell':36s} {'full best: point':>16s} {'loss':>10s} {'s.e.':>8s} {'halving: point':>15s} {'loss':>10s}  verdict")
+            print(f"{'cell':36s} {'full best: point':>16s} {'loss':>10s} {'s.e.':>8s} {'halving: point':>15s} {'loss':>10s}  "
+                  f"verdict; the winners (searched values, seed)")
             for name, idx in cells.items():
                 best, se = best_and_se(f, idx, search, loss)
-                survivors = [i for i in idx if status_h[i] == "ok"]
-                pick = min(survivors, key=lambda i: loss_h[i]) if survivors else None
-                is_same = pick == best
-                within = pick is not None and loss_h[pick] - loss[best] <= se
+                survivors = [i for i in idx if status_h[i] == "ok" and np.isfinite(loss_h[i])]
+                pick = min(survivors, key=lambda i: (loss_h[i], i)) if survivors else None
+                is_same = pick == best   # both None: every candidate diverged or failed in both
+                within = pick is not None and best is not None and loss_h[pick] - loss[best] <= se
                 same += is_same
                 agree += is_same or within
-                verdict = "same point" if is_same else ("within 1 s.e." if within else "DIFFERS")
-                print(f"{name:36s} {best:>16d} {loss[best]:>10.5g} {se:>8.2g} {pick if pick is not None else -1:>15d} "
-                      f"{loss_h[pick] if pick is not None else np.nan:>10.5g}  {verdict}")
+                verdict = ("none finished in either" if best is None and pick is None else "same point" if is_same
+                           else "within 1 s.e." if within else "DIFFERS")
+                print(f"{name:36s} {best if best is not None else -1:>16d} {loss[best] if best is not None else np.nan:>10.5g} "
+                      f"{se:>8.2g} {pick if pick is not None else -1:>15d} "
+                      f"{loss_h[pick] if pick is not None else np.nan:>10.5g}  {verdict}; full: {winner_name(f, best, search)}"
+                      + ("" if is_same else f"; halving: {winner_name(h, pick, search)}"))
             sec_f, sec_h = np.nansum(f["metrics/wall_seconds"][:]), np.nansum(h["metrics/wall_seconds"][:])
             steps_f = f["points/steps"][:].sum()
             steps_h = np.nansum(np.maximum(h["metrics/steps_done"][:], 0))

@@ -1,8 +1,8 @@
 """Reading icl-sweep result files (HDF5 layout: README.md, section "HDF5 layout").
 
-    import sys; sys.path.insert(0, "tools/python")
-    import icl_sweep
-    table = icl_sweep.load("results/quickstart.h5")       # DataFrame if pandas is present, else dict
+    import icl_sweep                                       # installed: pip install --no-build-isolation .
+    df = icl_sweep.load("results/quickstart.h5")           # pandas DataFrame, one row per point
+    cols = icl_sweep.load("results/quickstart.h5", frame=False)   # the same as a dict of numpy arrays
     sweep = icl_sweep.open_sweep("results/quickstart.h5")  # everything: points, metrics, series, weights
 
 Every loss is plain MSE (not halved), as the file's `loss_convention` attribute says.
@@ -127,18 +127,19 @@ def open_sweep(path, verify=True):
     return Sweep(path, verify)
 
 
-def load(path, frame=None, verify=True):
-    """Points x metrics of a sweep file in one call.
-
-    frame=None: a pandas DataFrame if pandas can be imported, else a dict of 1-D numpy arrays;
-    frame=True: a DataFrame (ImportError without pandas); frame=False: always the dict."""
+def load(path, frame=True, verify=True):
+    """Points x metrics of a sweep file in one call: a pandas DataFrame with one row per point (index 0..P-1, the
+    row in the file, also the column `point`), a column per option, per bookkeeping field (status,
+    message, replica, seed, ...) and per metric; text as str, losses as stored (plain MSE), NaN where a
+    point did not finish.  frame=False: the same columns as a dict of equal-length 1-D numpy arrays (no
+    pandas needed)."""
     table = Sweep(path, verify).table()
-    if frame is False:
+    if not frame:
         return table
     try:
         import pandas as pd
-    except ImportError:
-        if frame:
-            raise
-        return table
+    except ImportError as e:
+        raise ImportError("icl_sweep.load needs pandas (a dependency of the icl-sweep package: Debian's "
+                          "python3-pandas, or pip install pandas); load(path, frame=False) gives a dict of "
+                          "numpy arrays without it") from e
     return pd.DataFrame(table)

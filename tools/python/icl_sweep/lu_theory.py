@@ -57,11 +57,11 @@ def point_setting(points, i):
     return n / d, sigma * sigma / d, (M / d if M else math.inf), (P / d ** 2 if P else math.inf), d
 
 
-def main(argv):
+def main(argv=None):
     p = argparse.ArgumentParser(prog="icl-lu-theory", description=__doc__.split("\n")[0].split(": ", 1)[1])
     p.add_argument("file")
     p.add_argument("-o", "--outdir", help="also draw lu_theory.png here")
-    a = p.parse_args(argv)
+    a = p.parse_args(sys.argv[1:] if argv is None else argv)
     if not os.path.isfile(a.file):
         print(f"icl-lu-theory: option 'file' = '{a.file}': no such file", file=sys.stderr)
         return 2

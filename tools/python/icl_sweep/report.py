@@ -1,5 +1,6 @@
 """icl-report OUT.h5 [-o DIR]: tables (CSV and terminal), PNG figures chosen by the options the sweep
-varied, and one offline HTML page linking them all. Run through tools/icl-report."""
+varied, and one offline HTML page linking them all. The entry point `icl-report` (pip install), or
+tools/icl-report from a source checkout or a cmake --install tree."""
 import argparse
 import os
 import re
@@ -32,6 +33,9 @@ class Report:
                          for i in range(sweep.size) if status[i] not in ("ok", "pruned")]
         # Successive halving: pruned points stopped at a rung by design; the tables and --best use the survivors.
         self.pruned = int(np.sum(status == "pruned"))
+        # Successive halving: the searched axes (the spec's `search`), else empty.
+        found = re.search(r"^search = (.*)$", str(sweep.attrs.get("spec", "")), re.M)
+        self.searched = found.group(1).split() if found else []
 
     def figure(self, file, title, caption, section):
         self.figures.append(dict(file=file, title=title, caption=caption, section=section))
@@ -98,6 +102,7 @@ def main(argv=None):
     r = Report(sweep, View(sweep, args.best), Scale(args.half), outdir)
     tables.write_points(r)
     tables.summary(r)
+    tables.halving(r)
     if args.table:
         tables.pivot(r, args.table[0], args.table[1], args.metric)
     for draw in FIGURES:
