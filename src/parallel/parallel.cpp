@@ -16,8 +16,11 @@ bool g_mpi = false;
 
 bool launched_by_mpi() {
   if (const char* v = std::getenv("ICL_SWEEP_MPI")) return std::string(v) != "0";   // 1: a singleton MPI job
+  // Open MPI's mpirun, PMIx launchers (prterun, srun --mpi=pmix), Hydra (MPICH, Intel MPI), srun, PBS's
+  // pbsdsh / PALS, Cray ALPS, MVAPICH's mpirun_rsh.
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "PMI_FD", "MPI_LOCALNRANKS",
-                           "SLURM_STEP_NUM_TASKS", "PBS_TASKNUM", "MPIRUN_RANK"})
+                           "SLURM_STEP_NUM_TASKS", "PBS_TASKNUM", "PALS_RANKID", "ALPS_APP_PE", "MPIRUN_RANK",
+                           "MV2_COMM_WORLD_SIZE"})
     if (std::getenv(name)) return true;
   return false;
 }
