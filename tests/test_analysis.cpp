@@ -184,9 +184,11 @@ TEST(Baselines, VladymyrovTable1AtSigmaMax2) {
   EXPECT_LE(tuned_rr, ada_rr);
 }
 
-// Iterative Newton on the spectrum against the matrix iteration written out (Fu et al. 2023's eq.): M_0 =
-// 2 S / |S S^T|_F, M_{k+1} = 2 M_k - M_k S M_k, yhat = x_q^T M_K X y; many steps give least squares
-// (minimum norm when n < d), and each step squares the error 1 - s m of every eigenvalue.
+// Iterative Newton on the spectrum against the matrix iteration written out (Fu et al. 2023; their code's
+// start, DeqingFu/transformers-icl-second-order src/models.py:514-515 @52376dd): M_0 = S / |S S^T|_F,
+// M_{k+1} = 2 M_k - M_k S M_k, yhat = x_q^T M_K X y; many steps give least squares (minimum norm when n < d),
+// and each step squares the error 1 - s m of every eigenvalue.  Their first commit's start, 2 S / |S S^T|_F,
+// gives other predictions at every K (checked, so that a change of the start fails here).
 TEST(Baselines, IterativeNewtonMatchesTheMatrixIteration) {
   for (const int n : {3, 12}) {
     const Point p = make_point({{"d", "5"}, {"n", std::to_string(n)}, {"noise", "fixed:0.3"}, {"precision", "float64"}});
@@ -199,11 +201,16 @@ TEST(Baselines, IterativeNewtonMatchesTheMatrixIteration) {
       batch_task(b, t, &X, &y);
       const Eigen::MatrixXd Xc = X.leftCols(n), S = Xc * Xc.transpose();
       const TaskSpectrum spec = task_spectrum(Xc, y.head(n), X.col(n));
-      Eigen::MatrixXd M = 2 * S / (S * S.transpose()).norm();   // Frobenius (baselines.hpp)
+      const double frobenius = (S * S.transpose()).norm();   // Eigen's norm() of a matrix: Frobenius
+      EXPECT_NEAR(newton_alpha(spec), 1 / frobenius, 1e-12 / frobenius) << "n " << n << " t " << t;
+      Eigen::MatrixXd M = S / frobenius, M_first_commit = 2 * S / frobenius;
       for (int K = 0; K <= 6; ++K) {
         const double want = X.col(n).dot(M * Xc * y.head(n));
+        const double other = X.col(n).dot(M_first_commit * Xc * y.head(n));
         EXPECT_NEAR(predict_newton(spec, K), want, 1e-10 * (1 + std::fabs(want))) << "n " << n << " t " << t << " K " << K;
+        if (K <= 2) EXPECT_GT(std::fabs(predict_newton(spec, K) - other), 1e-6 * (1 + std::fabs(want))) << "n " << n << " t " << t << " K " << K;
         M = 2 * M - M * S * M;
+        M_first_commit = 2 * M_first_commit - M_first_commit * S * M_first_commit;
       }
       EXPECT_NEAR(predict_newton(spec, 200), predict_ols(spec), 1e-8 * (1 + std::fabs(predict_ols(spec))));
     }

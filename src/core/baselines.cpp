@@ -54,10 +54,14 @@ double predict_gd(const TaskSpectrum& t, double eta, int K) {
   return yhat;
 }
 
+double newton_alpha(const TaskSpectrum& t) {
+  return 1 / t.s.array().square().matrix().norm();   // 1 / |S S^T|_F = 1 / sqrt(sum_i s_i^4)
+}
+
 double predict_newton(const TaskSpectrum& t, int K) {
   const double s_max = t.s.maxCoeff();
   if (!(s_max > 0)) return 0.0;
-  const double alpha = 2 / t.s.array().square().matrix().norm();   // 2 / |S S^T|_F = 2 / sqrt(sum_i s_i^4)
+  const double alpha = newton_alpha(t);
   double yhat = 0.0;
   for (int i = 0; i < t.s.size(); ++i) {
     const double s = t.s(i);

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "icl/core/baselines.hpp"
+
 namespace icl {
 namespace {
 
@@ -36,14 +38,28 @@ struct Exact {
   const char* convention;
 };
 
+// The Newton start (baselines.hpp kNewtonAlpha) in the doc of every Newton dataset.
+const std::string& newton_similarity_doc() {
+  static const std::string doc = std::string("per layer l and Newton step k = 0..K_max (K_max = min(64, max(12, 4L))): "
+                                             "cosine similarity over the evaluation tasks of the errors yhat_l - y and "
+                                             "yhat_Newton,k - y (Fu et al. 2023), L x (K_max + 1) row-major; ") +
+                                 kNewtonAlpha;
+  return doc;
+}
+
+const std::string& newton_doc() {
+  static const std::string doc =
+      std::string("K = L steps of iterative Newton for the pseudo-inverse of S = X X^T, nothing tuned (Fu et al. 2023): ") +
+      kNewtonAlpha;
+  return doc;
+}
+
 const std::vector<Exact>& exact() {
   static const std::vector<Exact> e = {
       {"se_loss_tf", "standard error of loss_tf over the evaluation tasks", kMse},
       {"context_length", "context lengths 1..context_curve of the context_loss_* curves", "tokens"},
       {"se_context_loss_tf", "standard error of context_loss_tf per context length over its tasks", kMse},
-      {"newton_similarity", "per layer l and Newton step k = 0..K_max (K_max = min(64, max(12, 4L))): cosine "
-                            "similarity over the evaluation tasks of the errors yhat_l - y and yhat_Newton,k - y "
-                            "(Fu et al. 2023), L x (K_max + 1) row-major", "cosine"},
+      {"newton_similarity", newton_similarity_doc().c_str(), "cosine"},
       {"newton_best_step", "per layer: the Newton step k whose errors are most similar to the layer's", "steps"},
       {"se_pool_loss_tf", "standard error of pool_loss_tf over the pool evaluation tasks", kMse},
       {"se_pool_tf_minus_dmmse", "standard error of pool_loss_tf - pool_loss_dmmse (paired, task by task)", kMse},
@@ -136,8 +152,7 @@ const std::vector<Method>& methods() {
       {"bayes", "Bayes-optimal", "the Bayes-optimal predictor for the noise mixture"},
       {"dmmse", "dMMSE", "the posterior mean under the discrete prior of the training pool and the noise law "
                          "(task_pool > 0; Raventos et al. 2023)"},
-      {"newton", "iterative Newton (K steps)", "K = L steps of iterative Newton for the pseudo-inverse of X X^T, "
-                                              "M_0 = 2 X X^T / |X X^T|^2 (Fu et al. 2023; nothing tuned)"},
+      {"newton", "iterative Newton (K steps)", newton_doc().c_str()},
       {"gd", "GD (K steps, tuned rate)", "K = L steps of GD from w = 0 with one tuned rate ([VO23])"},
       {"pgd", "GD preconditioned by Sigma^-1", "K = L steps of GD preconditioned by Sigma^-1, one tuned rate ([A23])"},
       {"gdpp", "GD++ (K steps, tuned per step)", "K = L steps of GD++ with tuned (eta, gamma) per step ([VO23] App. A.10)"},

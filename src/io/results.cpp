@@ -17,6 +17,7 @@
 #include <memory>
 
 #include "icl/build_info.hpp"
+#include "icl/core/baselines.hpp"
 #include "icl/core/metrics.hpp"
 #include "icl/core/options.hpp"
 #include "icl/core/transformer.hpp"
@@ -280,7 +281,8 @@ void write_attributes(File& f, int64_t n_points, const std::string& spec_text, c
            std::string("every loss in /metrics and /analysis is plain MSE on the point's own tasks (evaluation set, "
                        "or the per-level / out-of-distribution sets named in the dataset's doc); adjusted_* = loss - "
                        "oracle ridge ([V24]); reference methods tuned on a separate seeded tuning set; GD and GD++ "
-                       "are the transformer with constructed weights and c = 1"));
+                       "are the transformer with constructed weights and c = 1; iterative Newton: ") +
+               kNewtonAlpha);
   set_attr(f, "/", "layout", layout_attribute());
   for (const auto& [k, v] : extra.text) set_attr(f, "/", k, v);
   for (const auto& [k, v] : extra.integer) set_attr(f, "/", k, v);

@@ -35,14 +35,23 @@ double noise_estimate(const TaskSpectrum& t);
 // Posterior-weighted ridge over the support `sigma` with prior weights `weight` (same length).
 double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, const std::vector<double>& weight);
 
-// K steps of iterative Newton for the pseudo-inverse of S = X X^T (Fu et al. 2023): M_0 = alpha S with
-// alpha = 2 / |S S^T|_F, M_{k+1} = 2 M_k - M_k S M_k, yhat = x_q^T M_K X y.  The paper writes |S S^T|_2; read
-// as the spectral norm it puts the top eigenvalue on the boundary (1 - alpha s_max^2 = -1, then +1 for ever:
-// that direction never converges), so we take the Frobenius norm (torch.norm's default), which is larger.
+// K steps of iterative Newton for the pseudo-inverse of S = X X^T (Fu et al. 2023): M_0 = alpha S,
+// M_{k+1} = 2 M_k - M_k S M_k, yhat = x_q^T M_K X y, with alpha as Fu et al.'s current code (kNewtonAlpha).
 // Every M_k is a polynomial in S, so per eigenvalue m_0 = alpha s, m_{k+1} = 2 m_k - s m_k^2
-// (1 - s m_{k+1} = (1 - s m_k)^2: quadratic
-// convergence to 1/s; m stays 0 where s = 0, the minimum-norm solution: eigenvalues below the pseudo-inverse's
-// tolerance count as 0), yhat = sum_i z_i b_i m_K(s_i).
+// (1 - s m_{k+1} = (1 - s m_k)^2: quadratic convergence to 1/s from any 0 < alpha s^2 < 2; m stays 0 where
+// s = 0, the minimum-norm solution: eigenvalues below the pseudo-inverse's tolerance count as 0),
+// yhat = sum_i z_i b_i m_K(s_i).
+//
+// The one declaration of the start: alpha = 1 / |S S^T|_F = 1 / sqrt(sum_i s_i^4), as `newton_inv` in
+// DeqingFu/transformers-icl-second-order src/models.py:514-515 (`torch.linalg.norm(A @ A.T)`, the Frobenius
+// norm; A = X^T X in their row-per-example convention is our S) at 52376dd, the last commit to touch the
+// file (unchanged at the newest, c99333c).  Their first commit (32b1021, src/models.py:361-362) had 2 / |.|_F;
+// the paper's text writes the spectral norm.  Every output file names it (analysis_convention, and the doc of
+// every Newton dataset).
+constexpr const char* kNewtonAlpha =
+    "M_0 = alpha S, alpha = 1/|S S^T|_F (Frobenius; Fu et al.'s code, DeqingFu/transformers-icl-second-order "
+    "src/models.py:514-515 @52376dd)";
+double newton_alpha(const TaskSpectrum& t);
 double predict_newton(const TaskSpectrum& t, int K);
 
 // dMMSE (Raventos et al. 2023): the posterior mean under the uniform prior over the pool's columns W
