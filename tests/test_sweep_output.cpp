@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
@@ -12,6 +13,7 @@
 #include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/io/h5.hpp"
+#include "icl/io/io_stats.hpp"
 #include "icl/io/point_log.hpp"
 
 namespace icl {
@@ -120,5 +122,21 @@ TEST(LiveFile, WritesThePointInFlightAndRemovesItself) {
   ::rmdir(dir.c_str());
 }
 
+// A long command is not silent: a line of the store's counts each period, none after it ends.
+TEST(Progress, LongCommandsPrintTheirWork) {
+  io::io_stats().records_decoded += 1234;
+  ::testing::internal::CaptureStderr();
+  {
+    const cli::WorkProgress progress("merge", 0.05);
+    ::usleep(180000);
+  }
+  ::usleep(100000);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("icl-sweep merge: working for 0 s: "), std::string::npos) << err;
+  EXPECT_NE(err.find(std::to_string(io::io_stats().records_decoded.load()) + " log records decoded"), std::string::npos) << err;
+  const auto lines = std::count(err.begin(), err.end(), '\n');
+  EXPECT_GE(lines, 2);
+  EXPECT_LE(lines, 4);
+}
 }  // namespace
 }  // namespace icl

@@ -20,18 +20,11 @@ LiveFile::LiveFile(const std::string& log_path, double every) : path_(log_path +
   fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) return;   // advisory: a sweep never fails for its live view
   write_line();
-  thread_ = std::thread([this] { run(); });
+  ticker_ = std::make_unique<Ticker>(every_, [this] { write_line(); });
 }
 
 LiveFile::~LiveFile() {
-  if (thread_.joinable()) {
-    {
-      std::lock_guard<std::mutex> guard(mu_);
-      over_ = true;
-    }
-    wake_.notify_all();
-    thread_.join();
-  }
+  ticker_.reset();
   if (fd_ >= 0) {
     ::close(fd_);
     ::unlink(path_.c_str());
@@ -48,11 +41,6 @@ LiveTraining* LiveFile::begin(int64_t point, int64_t steps) {
 }
 
 void LiveFile::end() { point_.store(-1, std::memory_order_relaxed); }
-
-void LiveFile::run() {
-  std::unique_lock<std::mutex> lock(mu_);
-  while (!wake_.wait_for(lock, std::chrono::duration<double>(every_), [this] { return over_; })) write_line();
-}
 
 void LiveFile::write_line() {
   const int64_t point = point_.load(std::memory_order_relaxed);

@@ -12,6 +12,7 @@
 #include <iostream>
 
 #include "icl/cli/cli.hpp"
+#include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/io/h5.hpp"
 
@@ -117,6 +118,7 @@ int merge_main(int argc, char** argv) {
         if (io::has_attr(f, "/", k)) keep.text.push_back({k, io::get_attr_string(f, "/", k)});
       if (io::has_attr(f, "/", "rank_count")) keep.integer.push_back({"rank_count", io::get_attr_int64(f, "/", "rank_count")});
     }
+    const WorkProgress progress("merge");
     SweepOutput output(out, grid, spec.text);
     OutputOptions opt;
     opt.resume = true;

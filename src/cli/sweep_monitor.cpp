@@ -7,8 +7,36 @@
 #include <vector>
 
 #include "icl/io/io_error.hpp"
+#include "icl/io/io_stats.hpp"
 
 namespace icl::cli {
+
+Ticker::Ticker(double every, std::function<void()> tick) {
+  if (every <= 0) return;
+  thread_ = std::thread([this, every, tick = std::move(tick)] {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!wake_.wait_for(lock, std::chrono::duration<double>(every), [this] { return over_; })) tick();
+  });
+}
+
+Ticker::~Ticker() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> guard(mu_);
+    over_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+WorkProgress::WorkProgress(const char* command, double every)
+    : start_(std::chrono::steady_clock::now()), ticker_(every, [this, command] {
+        const io::IoStats& s = io::io_stats();
+        const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        std::fprintf(stderr, "icl-sweep %s: working for %s: %lld log records decoded, %lld rows read, %lld rows written\n", command,
+                     duration_text(secs).c_str(), static_cast<long long>(s.records_decoded.load()),
+                     static_cast<long long>(s.rows_read.load()), static_cast<long long>(s.rows_written.load()));
+      }) {}
 
 std::string rate_text(double per_second, const char* what) {
   char b[64];

@@ -6,10 +6,8 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
-#include <mutex>
-#include <thread>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -55,49 +53,23 @@ namespace {
 
 // A line on stderr every `every` seconds while the point trains (a long point is not silent):
 // "icl-sweep train: step 3320 / 6000 (55%), test loss 0.1516, 412 steps/s, ETA 7 s", then "analysing".
-class ProgressLines {
- public:
-  ProgressLines(const LiveTraining& live, int64_t steps, double every) : live_(live), steps_(steps), every_(every) {
-    if (every_ > 0) thread_ = std::thread([this] { run(); });
-  }
-  ~ProgressLines() {
-    if (!thread_.joinable()) return;
-    {
-      std::lock_guard<std::mutex> guard(mu_);
-      over_ = true;
+std::function<void()> progress_line(const LiveTraining& live, int64_t steps) {
+  const auto start = std::chrono::steady_clock::now();
+  return [&live, steps, start] {
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto done = live.steps_done.load(std::memory_order_relaxed);
+    if (live.analysing.load(std::memory_order_relaxed)) {
+      std::fprintf(stderr, "icl-sweep train: trained %lld steps, analysing (%s so far)\n", static_cast<long long>(done),
+                   duration_text(secs).c_str());
+      return;
     }
-    wake_.notify_all();
-    thread_.join();
-  }
-
- private:
-  void run() {
-    const auto start = std::chrono::steady_clock::now();
-    std::unique_lock<std::mutex> lock(mu_);
-    while (!wake_.wait_for(lock, std::chrono::duration<double>(every_), [this] { return over_; })) {
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const auto done = live_.steps_done.load(std::memory_order_relaxed);
-      if (live_.analysing.load(std::memory_order_relaxed)) {
-        std::fprintf(stderr, "icl-sweep train: trained %lld steps, analysing (%s so far)\n", static_cast<long long>(done),
-                     duration_text(secs).c_str());
-        continue;
-      }
-      const double rate = static_cast<double>(done) / secs;
-      std::fprintf(stderr, "icl-sweep train: step %lld / %lld (%.0f%%), test loss %.4g, %s, ETA %s\n", static_cast<long long>(done),
-                   static_cast<long long>(steps_), 100.0 * static_cast<double>(done) / static_cast<double>(steps_),
-                   live_.test_loss.load(std::memory_order_relaxed), rate_text(rate, "steps").c_str(),
-                   rate > 0 ? duration_text(static_cast<double>(steps_ - done) / rate).c_str() : "unknown");
-    }
-  }
-
-  const LiveTraining& live_;
-  const int64_t steps_;
-  const double every_;
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool over_ = false;
-  std::thread thread_;
-};
+    const double rate = static_cast<double>(done) / secs;
+    std::fprintf(stderr, "icl-sweep train: step %lld / %lld (%.0f%%), test loss %.4g, %s, ETA %s\n", static_cast<long long>(done),
+                 static_cast<long long>(steps), 100.0 * static_cast<double>(done) / static_cast<double>(steps),
+                 live.test_loss.load(std::memory_order_relaxed), rate_text(rate, "steps").c_str(),
+                 rate > 0 ? duration_text(static_cast<double>(steps - done) / rate).c_str() : "unknown");
+  };
+}
 
 }  // namespace
 
@@ -164,7 +136,7 @@ int train_main(int argc, char** argv) {
   }
   LiveTraining live;
   const Result r = [&] {
-    const ProgressLines lines(live, p.steps, every);
+    const Ticker lines(every, progress_line(live, p.steps));
     return run_point(p, nullptr, nullptr, {}, nullptr, &live);
   }();
   print_summary(p, r);

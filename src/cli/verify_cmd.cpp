@@ -11,6 +11,7 @@
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
+#include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/point_log.hpp"
@@ -43,6 +44,7 @@ int verify_main(int argc, char** argv) {
     std::fprintf(stderr, "icl-sweep verify: argument 'OUT.h5' = '%s': no such file (nor %s/)\n", out.c_str(), dir.c_str());
     return kExitUsage;
   }
+  const WorkProgress progress(repair ? "verify --repair" : "verify");
   const io::Verification v = io::verify_results_file(out);
   size_t intact = 0;
   for (bool b : v.row_intact) intact += b;

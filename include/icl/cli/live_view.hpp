@@ -7,13 +7,12 @@
 // Advisory: no merge, resume, verify or loader reads it; the process removes it when it ends, and a
 // reader ignores a file not rewritten for three of its periods (a killed process leaves it behind).
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "icl/cli/sweep_monitor.hpp"
 #include "icl/core/train.hpp"
 
 namespace icl::cli {
@@ -29,7 +28,6 @@ class LiveFile {
   void end();                                          // no point in flight
 
  private:
-  void run();
   void write_line();
 
   std::string path_;
@@ -37,10 +35,7 @@ class LiveFile {
   int fd_ = -1;
   LiveTraining live_;
   std::atomic<int64_t> point_{-1}, steps_{0};
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool over_ = false;
-  std::thread thread_;
+  std::unique_ptr<Ticker> ticker_;   // last: stopped first
 };
 
 struct InFlight {

@@ -5,14 +5,45 @@
 // does no HDF5 while it runs.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 
 #include "icl/cli/sweep_output.hpp"
 
 namespace icl::cli {
+
+// Calls `tick` every `every` seconds from a thread of its own until destroyed (every <= 0: never): the
+// periodic lines of long commands and the live files.
+class Ticker {
+ public:
+  Ticker(double every, std::function<void()> tick);
+  ~Ticker();
+  Ticker(const Ticker&) = delete;
+  Ticker& operator=(const Ticker&) = delete;
+
+ private:
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool over_ = false;
+  std::thread thread_;
+};
+
+// While a long command works on a sweep (merge, verify, repair, status), a line on stderr every `every`
+// seconds with the store's work so far (io_stats.hpp), e.g. "icl-sweep merge: working for 10 s: 412000
+// log records decoded, 0 rows read, 65536 rows written": a merge of 10^6 points is not silent for 20 s.
+class WorkProgress {
+ public:
+  explicit WorkProgress(const char* command, double every = 10);
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  Ticker ticker_;
+};
 
 // "0.00253 points/s" -> "0.152 points/min", "7260 s" -> "2 h 01 min": three significant digits, in the
 // units a person reads (a slow sweep's rate is never "0 points/s").
