@@ -40,7 +40,8 @@ WorkProgress::WorkProgress(const char* command, double every)
 
 std::string rate_text(double per_second, const char* what) {
   char b[64];
-  if (per_second >= 0.1 || per_second <= 0) std::snprintf(b, sizeof b, "%.3g %s/s", per_second, what);
+  if (per_second >= 100) std::snprintf(b, sizeof b, "%.0f %s/s", per_second, what);
+  else if (per_second >= 0.1 || !(per_second > 0)) std::snprintf(b, sizeof b, "%.3g %s/s", per_second, what);
   else if (per_second * 60 >= 0.1) std::snprintf(b, sizeof b, "%.3g %s/min", per_second * 60, what);
   else std::snprintf(b, sizeof b, "%.3g %s/h", per_second * 3600, what);
   return b;
