@@ -60,6 +60,11 @@ expect2 "not a results file" "not a readable icl-sweep results file" "$dir/text.
 expect2 "unknown --best" "option '--best' = 'colour': must be an option of the file or 'replica'" "$dir/small.h5" --best colour
 expect2 "unknown --metric" "option '--metric' = 'loss_magic': must be a metric of the file" "$dir/small.h5" --table layers noise --metric loss_magic
 expect2 "unknown --table" "option '--table' = 'depth': must be an option of the file" "$dir/small.h5" --table depth noise
+# A slow report says what it has done (here forced from the start): a line per stage on stderr, none with --quiet.
+err=$(ICL_REPORT_STAGES_AFTER=0 report "$dir/vo23.h5" -o "$dir/stages_report" 2>&1 >/dev/null)
+quiet=$(ICL_REPORT_STAGES_AFTER=0 report "$dir/vo23.h5" -o "$dir/stages_report" --quiet 2>&1 >/dev/null)
+grep -q "^icl-report: read .* points" <<<"$err" && grep -q "^icl-report: figure loss_vs_axis" <<<"$err" && [ -z "$quiet" ] \
+  && ok "a slow report prints its stages ($(grep -c '^icl-report' <<<"$err") lines), none with --quiet" || fail "report stages: '$err' / quiet: '$quiet'"
 
 [ $failures -eq 0 ] && echo "all report checks passed" || echo "$failures report check(s) failed"
 [ $failures -eq 0 ]

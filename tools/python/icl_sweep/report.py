@@ -5,6 +5,7 @@ import argparse
 import os
 import re
 import sys
+import time
 
 import numpy as np
 
@@ -66,14 +67,29 @@ def usage_error(option, value, rule):
     sys.exit(2)
 
 
+class Stages:
+    """On a large file, a line on stderr as each stage ends once 5 s have passed (a report over 10^5 points
+    takes seconds per stage: it is not silent)."""
+
+    def __init__(self, quiet):
+        self.quiet, self.start, self.after = quiet, time.monotonic(), float(os.environ.get("ICL_REPORT_STAGES_AFTER", 5))
+
+    def done(self, what):
+        elapsed = time.monotonic() - self.start
+        if not self.quiet and elapsed > self.after:
+            print(f"icl-report: {what} ({elapsed:.0f} s)", file=sys.stderr, flush=True)
+
+
 def main(argv=None):
     args = parse(sys.argv[1:] if argv is None else argv)
+    stages = Stages(args.quiet)
     if not os.path.isfile(args.file):
         usage_error("file", args.file, "no such file")
     try:
         sweep = Sweep(args.file)
     except (OSError, ValueError) as e:
         usage_error("file", args.file, f"not a readable icl-sweep results file ({e})")
+    stages.done(f"read {sweep.size} points")
     plot.use_labels(sweep.labels)
     searched = re.search(r"^search = (.*)$", sweep.attrs.get("spec", ""), re.M)
     if searched and not args.best:   # successive halving: each condition's survivor, as --best over the searched axes
@@ -105,8 +121,10 @@ def main(argv=None):
     tables.halving(r)
     if args.table:
         tables.pivot(r, args.table[0], args.table[1], args.metric)
+    stages.done("tables written")
     for draw in FIGURES:
         draw(r)
+        stages.done(f"figure {draw.__name__}")
     page = html.write(r)
     if not args.quiet:
         for t in r.tables:
