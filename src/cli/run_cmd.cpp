@@ -91,8 +91,8 @@ void print_dry_run(const sweep::Spec& spec, const sweep::Summary& g) {
     }
     std::printf("axis        %-14s %zu: %s\n", name.c_str(), a.values.size(), vals.c_str());
   }
-  std::printf("estimate    %.2f core-hours in all; longest point %.0f s; about %.0f s on %d ranks\n", g.total_cost / 3600,
-              g.longest_cost, std::max(g.longest_cost, g.total_cost / par::size()), par::size());
+  std::printf("estimate    %.2f core-hours in all; longest point %.0f s; about %s on %d rank%s\n", g.total_cost / 3600, g.longest_cost,
+              duration_text(std::max(g.longest_cost, g.total_cost / par::size())).c_str(), par::size(), par::size() > 1 ? "s" : "");
   const sweep::PointMemory& m = g.largest_memory;
   std::printf("memory      largest point %s (%s%s; most of it the %s); limit %s per point (%s)\n",
               sweep::format_bytes(m.total).c_str(), g.largest_memory_at.empty() ? "every point" : "at ",
