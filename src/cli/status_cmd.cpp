@@ -188,7 +188,7 @@ int print_status(const std::string& out, bool* running_now) {
     const double rate = static_cast<double>(done - 1) / (logs.last - logs.first);
     std::printf("rate        %s; ETA %s\n", rate_text(rate, "points").c_str(), duration_text(static_cast<double>(total - done) / rate).c_str());
   }
-  if (running) print_in_flight(dir, 20);
+  if (running && !merge_in_progress(dir)) print_in_flight(dir, 20);   // after a kill -9, the merge: no point is in flight
   return kExitOk;
 }
 

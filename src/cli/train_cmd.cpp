@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
@@ -74,7 +75,8 @@ class ProgressLines {
   void run() {
     const auto start = std::chrono::steady_clock::now();
     std::unique_lock<std::mutex> lock(mu_);
-    while (!wake_.wait_for(lock, std::chrono::duration<double>(every_), [this] { return over_; })) {
+    // At most a day: a longer wait_for overflows the clock and returns at once (a busy loop).
+    while (!wake_.wait_for(lock, std::chrono::duration<double>(std::min(every_, 86400.0)), [this] { return over_; })) {
       const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const auto done = live_.steps_done.load(std::memory_order_relaxed);
       if (live_.analysing.load(std::memory_order_relaxed)) {
@@ -158,8 +160,8 @@ int train_main(int argc, char** argv) {
   }
 
   const double every = vm["progress"].as<double>();
-  if (!std::isfinite(every) || every < 0) {
-    std::cerr << "icl-sweep train: option 'progress' = '" << every << "': must be a finite number of seconds >= 0 (0 = none)\n";
+  if (!std::isfinite(every) || every < 0 || every > 86400) {
+    std::cerr << "icl-sweep train: option 'progress' = '" << every << "': must be a finite number of seconds from 0 to 86400 (0 = none)\n";
     return kExitUsage;
   }
   LiveTraining live;
