@@ -1,10 +1,12 @@
 // The sweep output's bookkeeping without MPI: a resume refuses records of another build (unless
 // allowed), and a point with several records keeps the best (a retried failure replaces the failure).
 #include <gtest/gtest.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 
@@ -84,6 +86,15 @@ TEST(Progress, RatesAndDurationsKeepTheirDigits) {
   EXPECT_EQ(cli::duration_text(70), "70 s");
   EXPECT_EQ(cli::duration_text(7260), "2 h 01 min");
   EXPECT_EQ(cli::duration_text(3 * 86400), "3.0 days");
+  // Degenerate rates and ETAs (adversary): no NaN, no "inf days", no 300-digit number.
+  EXPECT_EQ(cli::rate_text(0, "points"), "0 points/s");
+  EXPECT_EQ(cli::rate_text(std::nan(""), "points"), "? points/s");
+  EXPECT_EQ(cli::rate_text(HUGE_VAL, "steps"), "? steps/s");
+  EXPECT_EQ(cli::duration_text(std::nan("")), "unknown");
+  EXPECT_EQ(cli::duration_text(HUGE_VAL), "unknown");
+  EXPECT_EQ(cli::duration_text(-5), "unknown");
+  EXPECT_EQ(cli::duration_text(1e300), "1.16e+295 days");
+  EXPECT_EQ(cli::duration_text(0), "0 s");
 }
 
 // The live line: what a rank trains is read back while it trains, the stage follows the point, and

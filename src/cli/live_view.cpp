@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,7 +18,7 @@ constexpr size_t kLine = 120;   // bytes of a line, padded with spaces: rewrites
 
 LiveFile::LiveFile(const std::string& log_path, double every) : path_(log_path + ".live"), every_(every) {
   if (every_ <= 0) return;
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW, 0644);
   if (fd_ < 0) return;   // advisory: a sweep never fails for its live view
   write_line();
   ticker_ = std::make_unique<Ticker>(every_, [this] { write_line(); });
@@ -64,8 +65,14 @@ std::vector<InFlight> points_in_flight(const std::string& dir) {
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
     if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".live") != 0) continue;
-    const int fd = ::open((dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO named *.live must not block status (open and read of a FIFO wait for a writer).
+    const int fd = ::open((dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) continue;
+    struct stat st;
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      continue;
+    }
     char line[kLine + 1] = {};
     const ssize_t got = ::pread(fd, line, kLine, 0);
     ::close(fd);
@@ -77,7 +84,10 @@ std::vector<InFlight> points_in_flight(const std::string& dir) {
     if (std::sscanf(line, "%lld %lld %lld %lf %15s %lld %lf", &point, &done, &steps, &f.test_loss, stage, &unix_time, &every) != 7)
       continue;
     f.age_seconds = now - static_cast<double>(unix_time);
-    if (point < 0 || f.age_seconds > 3 * every + 2) continue;
+    // Fresh: rewritten within three periods (a garbage period, NaN or infinite, is never fresh); a time a
+    // little ahead (another node's clock) counts as now, one far ahead is garbage.
+    if (point < 0 || !(every > 0 && every <= 86400) || !(f.age_seconds <= 3 * every + 2) || f.age_seconds < -(3 * every + 2)) continue;
+    f.age_seconds = std::max(f.age_seconds, 0.0);
     f.point = point, f.steps_done = done, f.steps = steps, f.stage = stage;
     out.push_back(f);
   }

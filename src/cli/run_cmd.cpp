@@ -136,12 +136,17 @@ void print_summary(const SweepOutput& output) {
 }
 
 // A notifier: a number of seconds must be finite and >= 0.
-std::function<void(double)> seconds_rule(const std::string& option) {
-  return [option](double v) {
+std::function<void(double)> seconds_rule(const std::string& option, double most = 0) {
+  return [option, most](double v) {
     std::ostringstream text;
     text << v;
     if (!std::isfinite(v) || v < 0)
       throw po::error("option '--" + option + "' = '" + text.str() + "': must be a finite number of seconds >= 0 (0 = never)");
+    if (most > 0 && v > most) {   // a condition variable's wait_for overflows past ~9e9 s and returns at once
+      std::ostringstream limit;
+      limit << most;
+      throw po::error("option '--" + option + "' = '" + text.str() + "': must be at most " + limit.str() + " seconds (0 = never)");
+    }
   };
 }
 
@@ -167,7 +172,7 @@ void add_run_options(po::options_description& desc) {
       "progress", po::value<double>()->default_value(10.0)->notifier(seconds_rule("progress")), "seconds between progress lines (0 = none)")(
       "merge-every", po::value<double>()->default_value(60.0)->notifier(seconds_rule("merge-every")),
       "seconds between merges of the finished points into OUTPUT while the sweep runs (0 = only at the end)")(
-      "live-every", po::value<double>()->default_value(10.0)->notifier(seconds_rule("live-every")),
+      "live-every", po::value<double>()->default_value(10.0)->notifier(seconds_rule("live-every", 86400)),
       "seconds between rewrites of each rank's line for status --watch (its point, step and loss; 0 = none)")(
       "retry-failed", po::bool_switch(), "with --resume: recompute points that failed and points whose analysis failed")(
       "allow-mixed-builds", po::bool_switch(), "with --resume: accept points computed by another build of icl-sweep");

@@ -15,7 +15,10 @@ Ticker::Ticker(double every, std::function<void()> tick) {
   if (every <= 0) return;
   thread_ = std::thread([this, every, tick = std::move(tick)] {
     std::unique_lock<std::mutex> lock(mu_);
-    while (!wake_.wait_for(lock, std::chrono::duration<double>(every), [this] { return over_; })) tick();
+    // At most a day: a longer wait_for overflows the clock and returns at once (a busy loop that also
+    // starves the destructor of the mutex: the run never ends).
+    const auto period = std::chrono::duration<double>(std::min(every, 86400.0));
+    while (!wake_.wait_for(lock, period, [this] { return over_; })) tick();
   });
 }
 
@@ -40,8 +43,9 @@ WorkProgress::WorkProgress(const char* command, double every)
 
 std::string rate_text(double per_second, const char* what) {
   char b[64];
-  if (per_second >= 100) std::snprintf(b, sizeof b, "%.0f %s/s", per_second, what);
-  else if (per_second >= 0.1 || !(per_second > 0)) std::snprintf(b, sizeof b, "%.3g %s/s", per_second, what);
+  if (!std::isfinite(per_second)) std::snprintf(b, sizeof b, "? %s/s", what);   // no time elapsed, or none measured
+  else if (per_second >= 100) std::snprintf(b, sizeof b, "%.0f %s/s", per_second, what);
+  else if (per_second >= 0.1 || per_second <= 0) std::snprintf(b, sizeof b, "%.3g %s/s", per_second, what);
   else if (per_second * 60 >= 0.1) std::snprintf(b, sizeof b, "%.3g %s/min", per_second * 60, what);
   else std::snprintf(b, sizeof b, "%.3g %s/h", per_second * 3600, what);
   return b;
@@ -49,10 +53,12 @@ std::string rate_text(double per_second, const char* what) {
 
 std::string duration_text(double s) {
   char b[64];
+  if (!(s >= 0) || !std::isfinite(s)) return "unknown";   // NaN, infinite or negative: a rate of 0 or garbage
   if (s < 120) std::snprintf(b, sizeof b, "%.0f s", s);
   else if (s < 7200) std::snprintf(b, sizeof b, "%.0f min", s / 60);
   else if (s < 172800) std::snprintf(b, sizeof b, "%.0f h %02.0f min", std::floor(s / 3600), std::floor(std::fmod(s, 3600) / 60));
-  else std::snprintf(b, sizeof b, "%.1f days", s / 86400);
+  else if (s < 1e4 * 86400) std::snprintf(b, sizeof b, "%.1f days", s / 86400);
+  else std::snprintf(b, sizeof b, "%.3g days", s / 86400);   // not a 300-digit number
   return b;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <boost/program_options.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -130,8 +131,8 @@ int train_main(int argc, char** argv) {
   }
 
   const double every = vm["progress"].as<double>();
-  if (!std::isfinite(every) || every < 0) {
-    std::cerr << "icl-sweep train: option 'progress' = '" << every << "': must be a finite number of seconds >= 0 (0 = none)\n";
+  if (!std::isfinite(every) || every < 0 || every > 86400) {
+    std::cerr << "icl-sweep train: option 'progress' = '" << every << "': must be a finite number of seconds from 0 to 86400 (0 = none)\n";
     return kExitUsage;
   }
   LiveTraining live;
