@@ -119,6 +119,8 @@ TEST(Options, TransformerRules) {
       {with({{"layer_norm", "true"}, {"layer_norm_first", "true"}, {"tie", "true"}}), "layer_norm_first", "untied"},
       {with({{"gd_attention", "0.1"}, {"heads", "2"}, {"bias", "false"}}), "gd_attention", "one linear attention layer"},
       {{{"rollout", "5"}}, "rollout", "needs tie = true"},
+      {{{"init", "gd_embed"}}, "init", "gd_embed applies only to arch = transformer"},
+      {with({{"init", "gd_embed"}, {"embed", "mlp"}, {"embed_size", "8"}}), "init", "needs gd_attention > 0 and embed = mlp"},
       {{{"task", "sine"}}, "task", "sine needs d = 1"},
   };
   for (const Case& c : cases) {

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -468,6 +469,59 @@ TEST(TransformerShapeAndLayout, ShapeFromPointLayoutTilesThetaPositionalEncoding
     const Eigen::MatrixXd pe = transformer_ref_pos_encoding(9, size);
     for (int t = 0; t < 9; ++t)
       for (int k = 0; k < size; ++k) EXPECT_NEAR(positional_encoding(t, k, size), pe(t, k), 1e-15) << t << " " << k;
+  }
+}
+
+// init = gd_embed: the embedding of [VO23]'s GD model drawn as its create_weights (data.py:280-290): plain
+// (untruncated) normals of variance init_scale/2 for emb.W [2, 40] and emb_mlp.W1 [40, 160], init_scale/40 for
+// emb_mlp.W2 [160, 40], biases 0, the attention the GD construction; vs_truncated draws W1 at 1/20 of that.
+TEST(TransformerInit, GdEmbedIsTheOfficialGdModelsPlainNormal) {
+  Point p;
+  p.arch = Arch::transformer;
+  p.task = Task::sine;
+  p.d = 1;
+  p.n = 10;
+  p.layers = 1;
+  p.tie = true;
+  p.heads = 1;
+  p.key_size = 0;
+  p.bias = false;
+  p.embed = Embed::mlp;
+  p.embed_size = 40;
+  p.gd_attention = 0.1;
+  p.init = Init::gd_embed;
+  p.init_scale = 0.002;
+  const TransformerLayout layout(transformer_shape(p));
+  const std::vector<double> theta = transformer_init(p, layout);
+  const std::map<std::string, double> want_var = {{"emb.W", 0.002 / 2}, {"emb_mlp.W1", 0.002 / 2}, {"emb_mlp.W2", 0.002 / 40}};
+  for (const TransformerView& v : layout.views()) {
+    const int count = v.rows * v.cols;
+    double sum = 0, sq = 0, fourth = 0;
+    for (int x = 0; x < count; ++x) {
+      const double t = theta[v.offset + x];
+      sum += t;
+      sq += t * t;
+      fourth += t * t * t * t;
+    }
+    if (!want_var.count(v.name)) {
+      if (v.name.rfind("emb_mlp.b", 0) == 0) EXPECT_EQ(sq, 0.0) << v.name;
+      continue;
+    }
+    const double var = sq / count, want = want_var.at(v.name);
+    // the sample variance within 5 standard errors (sqrt(2/count) relative for a normal)
+    EXPECT_NEAR(var / want, 1.0, 5 * std::sqrt(2.0 / count)) << v.name;
+    EXPECT_NEAR(sum / count, 0.0, 5 * std::sqrt(want / count)) << v.name;
+    // untruncated: kurtosis 3 (a 2-sigma truncated normal has 2.37)
+    if (count >= 6400) EXPECT_NEAR(fourth / count / (var * var), 3.0, 0.25) << v.name;
+  }
+  // the GD construction over the attention (only its frozen views), as with the other inits
+  Point q = p;
+  q.init = Init::vs_truncated;
+  const std::vector<double> other = transformer_init(q, layout);
+  for (const TransformerView& view : layout.views()) {
+    if (view.name.rfind("attn.", 0) != 0) continue;
+    for (int x = 0; x < view.rows * view.cols; ++x)
+      EXPECT_EQ(theta[view.offset + x], other[view.offset + x]) << view.name;
   }
 }
 

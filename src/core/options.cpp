@@ -350,6 +350,7 @@ void validate_transformer(const Point& p, const std::function<void(const char*, 
     if (p.pe_size != def.pe_size) bad("pe_size", only);
     if (p.bias != def.bias) bad("bias", only);
     if (p.gd_attention != def.gd_attention) bad("gd_attention", only);
+    if (p.init == Init::gd_embed) bad("init", "gd_embed " + only);
     return;
   }
   if (p.param != Param::full) bad("param", "the parameterisations apply to arch = lsa; the transformer's weights are its projections");
@@ -366,6 +367,8 @@ void validate_transformer(const Point& p, const std::function<void(const char*, 
                              (p.attention_first != FirstAttention::same && p.attention_first != FirstAttention::linear)))
     bad("gd_attention", "the GD construction is one linear attention layer of one head without MLP, LayerNorm or biases");
   if (p.gd_attention > 0 && p.key_size != 0) bad("gd_attention", "the GD construction needs key_size = 0 (the model width)");
+  if (p.init == Init::gd_embed && !(p.gd_attention > 0 && p.embed == Embed::mlp))
+    bad("init", "gd_embed initialises the embedding of the GD model: needs gd_attention > 0 and embed = mlp");
   const int width = p.embed != Embed::none ? p.embed_size : p.tokens == Tokens::classic ? p.d : p.d + 1;
   if (p.pe == PosEnc::add && p.pe_size != width)
     bad("pe_size", "pe = add needs the token width, " + std::to_string(width) + " (embed_size, or d" +
@@ -536,9 +539,11 @@ std::vector<OptionDef> make_table() {
   t.push_back(int_option("steps", "training steps", &Point::steps, 1, kMaxSteps));
   t.push_back(int_option("batch", "tasks per step", &Point::batch, 1, 10000000));
   t.push_back(int_option("refresh", "draw fresh tasks every this many steps", &Point::refresh, 1, 1000000000));
-  t.push_back(enum_option<Init>("init", "initialisation: N(0, init_scale^2) or [VO23] truncated normal "
-      "variance scaling (scale init_scale/layers)", &Point::init,
-      {{"normal", Init::normal}, {"vs_truncated", Init::vs_truncated}}));
+  t.push_back(enum_option<Init>("init", "initialisation: N(0, init_scale^2), [VO23] truncated normal "
+      "variance scaling (scale init_scale/layers), or gd_embed: the embedding of [VO23]'s 'MLP + 1 step of GD' "
+      "as its create_weights, plain normal of variance init_scale/(d+1) (emb.W, emb_mlp.W1) and "
+      "init_scale/embed_size (emb_mlp.W2)", &Point::init,
+      {{"normal", Init::normal}, {"vs_truncated", Init::vs_truncated}, {"gd_embed", Init::gd_embed}}));
   t.push_back(real_option("init_scale", "initialisation scale", &Point::init_scale, 0.0, false));
   t.push_back(int_option("eval_tasks", "size of the fixed evaluation set", &Point::eval_tasks, 1, 10000000));
   t.push_back(int_option("eval_every", "evaluate every this many steps", &Point::eval_every, 1, 1000000000));

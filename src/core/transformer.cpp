@@ -123,6 +123,16 @@ int TransformerLayout::add(const std::string& name, int layer, int rows, int col
   return views_.back().offset;
 }
 
+// [VO23]'s "MLP + 1 step of GD" (data.py create_weights, lines 280-290 at 96a60e5): plain normals, variance
+// 0.002/2 for the embedding [2, 40] and the MLP's first layer [40, 160] (its fan 2: the token's width), 0.002/40
+// for the second [160, 40]; with init_scale = 0.002 and d = 1 these are init_scale/(d+1) and init_scale/embed_size.
+// The attention is the GD construction (below), so only the embedding's views are drawn this way.
+static double gd_embed_sd(const Point& p, const TransformerView& v) {
+  const TransformerShape s = transformer_shape(p);
+  const double fan = v.name == "emb_mlp.W2" ? s.E_emb : s.d_tok;
+  return std::sqrt(p.init_scale / fan);
+}
+
 std::vector<double> transformer_init(const Point& p, const TransformerLayout& layout) {
   std::vector<double> theta(layout.size(), 0.0);
   const uint64_t key = rng_key(p.seed, Stream::init);
@@ -133,8 +143,9 @@ std::vector<double> transformer_init(const Point& p, const TransformerLayout& la
       for (int x = 0; x < count; ++x) theta[v.offset + x] = v.init == ViewInit::one ? 1.0 : 0.0;
       continue;
     }
-    if (p.init == Init::normal) {
-      for (int x = 0; x < count; ++x) theta[v.offset + x] = p.init_scale * rng_normal(key, i++);
+    if (p.init == Init::normal || p.init == Init::gd_embed) {
+      const double sd = p.init == Init::normal ? p.init_scale : gd_embed_sd(p, v);
+      for (int x = 0; x < count; ++x) theta[v.offset + x] = sd * rng_normal(key, i++);
       continue;
     }
     // haiku VarianceScaling(scale, "fan_in", "truncated_normal"), as param_init (params.cpp).

@@ -25,7 +25,7 @@ enum class NoiseKind { none, fixed, uniform, set };
 enum class Optimizer { adam, adamw, sgd };
 enum class ClipMode { global, matrix };
 enum class Schedule { constant, step, cosine };
-enum class Init { normal, vs_truncated };
+enum class Init { normal, vs_truncated, gd_embed };   // gd_embed: [VO23]'s GD model (create_weights), transformer.cpp
 enum class Precision { f32, f64 };
 
 struct Point {
