@@ -124,6 +124,10 @@ out=$("$bin" verify "$dir/rep.h5" 2>&1); rc=$?
 "$bin" verify "$dir/rep.h5" --repair >/dev/null 2>&1 && "$bin" verify "$dir/rep.h5" >/dev/null 2>&1 \
   && ok "verify --repair recovers from the logs" || fail "verify --repair"
 compare "$dir/ref.h5" "$dir/rep.h5" "repaired == original"
+#     and the run's provenance, which the logs do not hold, is carried over (it was dropped before)
+prov() { "$py" -c 'import h5py, sys; f = h5py.File(sys.argv[1], "r"); print([str(f.attrs.get(k)) for k in ("spec_file", "started_utc", "ended_utc", "rank_count")])' "$1"; }
+[ "$(prov "$dir/rep.h5")" = "$(prov "$dir/ref.h5")" ] && ! grep -q None <<<"$(prov "$dir/rep.h5")" \
+  && ok "repair keeps spec_file, started_utc, ended_utc, rank_count" || fail "repair provenance: $(prov "$dir/rep.h5") vs $(prov "$dir/ref.h5")"
 # 5c. A damaged spec_hash attribute: status neither aborts nor calls intact records unreadable.
 cp "$dir/ref.h5" "$dir/sh.h5"; cp -r "$dir/ref.h5.points" "$dir/sh.h5.points"
 "$py" - "$dir/sh.h5" <<'PY'

@@ -110,14 +110,11 @@ int merge_main(int argc, char** argv) {
     return kExitFailure;
   }
   try {
-    io::Attributes keep;
     {
       const io::File f = io::File::open_read(out);
       if (after_stop && (!io::has_attr(f, "/", "sweep_state") || io::get_attr_string(f, "/", "sweep_state") != "running")) return kExitOk;
-      for (const char* k : {"spec_file", "started_utc"})
-        if (io::has_attr(f, "/", k)) keep.text.push_back({k, io::get_attr_string(f, "/", k)});
-      if (io::has_attr(f, "/", "rank_count")) keep.integer.push_back({"rank_count", io::get_attr_int64(f, "/", "rank_count")});
     }
+    io::Attributes keep = run_provenance(out, false);
     const WorkProgress progress("merge");
     SweepOutput output(out, grid, spec.text);
     OutputOptions opt;

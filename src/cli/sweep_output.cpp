@@ -101,6 +101,19 @@ bool sweep_running(const std::string& dir) {
   return held;
 }
 
+io::Attributes run_provenance(const std::string& out, bool with_end) {
+  io::Attributes keep;
+  try {
+    const io::File f = io::File::open_read(out);
+    for (const char* k : {"spec_file", "started_utc", "ended_utc"})
+      if ((with_end || std::string(k) != "ended_utc") && io::has_attr(f, "/", k)) keep.text.push_back({k, io::get_attr_string(f, "/", k)});
+    if (io::has_attr(f, "/", "rank_count")) keep.integer.push_back({"rank_count", io::get_attr_int64(f, "/", "rank_count")});
+  } catch (const io::IoError&) {
+    return {};
+  }
+  return keep;
+}
+
 // The grid of `spec_file`, or else of the spec stored in OUT.h5 (read as `run` reads a spec file).
 bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Spec* spec, sweep::Grid* grid, std::string* why) {
   char path[] = "/tmp/icl-verify-spec-XXXXXX";

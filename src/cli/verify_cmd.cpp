@@ -76,6 +76,8 @@ int verify_main(int argc, char** argv) {
     return kExitFailure;
   }
   try {
+    // the run's provenance is not in the logs: carried over when the file's attributes verify
+    const io::Attributes keep = v.attributes_intact ? run_provenance(out, true) : io::Attributes{};
     SweepOutput output(out, grid, spec.text);
     OutputOptions opt;
     opt.resume = true;
@@ -83,7 +85,7 @@ int verify_main(int argc, char** argv) {
     opt.allow_mixed_builds = mixed;
     if (const int code = output.prepare(opt)) return code;
     const int64_t done = output.index(true).done();
-    output.write(done == grid.size() ? "complete" : "incomplete", {});
+    output.write(done == grid.size() ? "complete" : "incomplete", keep);
     std::printf("repaired    %s: %lld of %lld points finished and intact%s\n", out.c_str(), static_cast<long long>(done),
                 static_cast<long long>(grid.size()), done == grid.size() ? "" : "; the rest are pending: icl-sweep run SPEC -o OUT.h5 --resume");
   } catch (const io::IoError& e) {

@@ -133,6 +133,11 @@ class SweepOutput {
 // The grid of `spec_file`, or else of the spec stored in OUT.h5 (read as `run` reads a spec file).
 bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Spec* spec, sweep::Grid* grid, std::string* why);
 
+// The run's provenance in OUT.h5's root (spec_file, started_utc, rank_count, and ended_utc if `with_end`),
+// which a rewrite of the file from the logs (merge, verify --repair) carries over: the logs do not hold it.
+// Whatever cannot be read is left out.
+io::Attributes run_provenance(const std::string& out, bool with_end);
+
 // True if a sweep process holds the lock on `dir` now.
 bool sweep_running(const std::string& dir);
 
