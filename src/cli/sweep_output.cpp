@@ -105,8 +105,10 @@ io::Attributes run_provenance(const std::string& out, bool with_end) {
   io::Attributes keep;
   try {
     const io::File f = io::File::open_read(out);
-    for (const char* k : {"spec_file", "started_utc", "ended_utc"})
-      if ((with_end || std::string(k) != "ended_utc") && io::has_attr(f, "/", k)) keep.text.push_back({k, io::get_attr_string(f, "/", k)});
+    std::vector<const char*> text = {"spec_file", "started_utc"};
+    if (with_end) text.push_back("ended_utc");
+    for (const char* k : text)
+      if (io::has_attr(f, "/", k)) keep.text.push_back({k, io::get_attr_string(f, "/", k)});
     if (io::has_attr(f, "/", "rank_count")) keep.integer.push_back({"rank_count", io::get_attr_int64(f, "/", "rank_count")});
   } catch (const io::IoError&) {
     return {};
