@@ -8,6 +8,12 @@ Each row names the document and the exact clause (`prose`, whitespace-insensitiv
 verdict there: the check fails when the clause is missing from the document or does not contain the
 verdict the numbers give, so prose can no longer say "matches" where the table says otherwise.
 
+A one-sided claim of a paper ("the model beats GD") is a range with an infinite end: ours minus GD
+against [-inf, 0]. The last column, `commit`, is the git commit whose run produced the number (the commit
+that brought it into the document); it may be empty (unknown) and may be absent from a row altogether
+(rows of 11 columns still parse). A non-empty commit must be a hex id that names a commit of the
+repository when --root is a full (not shallow) git clone.
+
     python -m icl_sweep.claims [--check] [--root DIR] [--table docs/claims.csv]
 """
 import argparse
@@ -15,9 +21,11 @@ import csv
 import math
 import os
 import re
+import subprocess
 import sys
 
 COLUMNS = ["id", "doc", "quantity", "ours", "se", "n", "paper", "paper_high", "protocol", "reason", "prose"]
+OPTIONAL = ["commit"]   # may be missing from the header or from a row: read as ""
 
 
 def distance_in_se(ours, se, paper, paper_high=None):
@@ -53,18 +61,41 @@ def normalised(text):
 
 
 def read_table(path):
+    """The rows as dicts; the optional columns read as "" where a row (or the header) lacks them, and a
+    row with one value more than a header without `commit` gets it as its commit."""
     with open(path, newline="", encoding="utf-8") as f:
-        rows = list(csv.DictReader(row for row in f if not row.startswith("#")))
+        rows = list(csv.DictReader((row for row in f if not row.startswith("#")), restkey="__extra__"))
     for i, r in enumerate(rows):
-        missing = [c for c in COLUMNS if c not in r]
+        missing = [c for c in COLUMNS if r.get(c) is None]
         if missing:
             raise ValueError(f"{path}: row {i + 2}: missing column(s) {missing}")
+        extra = r.pop("__extra__", None)
+        for c in OPTIONAL:
+            if r.get(c) is None:
+                r[c] = extra.pop(0) if extra else ""
+        if extra:
+            raise ValueError(f"{path}: row {i + 2}: {len(extra)} value(s) more than the columns {COLUMNS + OPTIONAL}")
     return rows
+
+
+def _git_commits(root):
+    """A function telling whether a commit id names a commit of the repository at root, or None when root
+    is not a full git clone (no git, not a repository, or shallow: old commits may be missing)."""
+    try:
+        shallow = subprocess.run(["git", "-C", root, "rev-parse", "--is-shallow-repository"],
+                                 capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if shallow.returncode != 0 or shallow.stdout.strip() != "false":
+        return None
+    return lambda c: subprocess.run(["git", "-C", root, "cat-file", "-e", c + "^{commit}"],
+                                    capture_output=True, timeout=30).returncode == 0
 
 
 def check(rows, root):
     """Returns (lines to print, number of failed claims)."""
     docs, out, failed = {}, [], 0
+    known = None
     for r in rows:
         doc = r["doc"]
         if doc not in docs:
@@ -80,11 +111,20 @@ def check(rows, root):
         if not accepts(prose, words):
             problems.append(f"the clause says otherwise: '{prose}'")
         if words.startswith("differs") and not r["reason"].strip():
-            problems.append("a claim that differs needs its measured reason (or 'not measured: ...')")
+            problems.append("a claim that differs needs its measured reason (or 'not measured')")
+        commit = (r.get("commit") or "").strip()
+        if commit:
+            if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+                problems.append(f"commit '{commit}' is not a git commit id (7-40 lower-case hex digits)")
+            else:
+                if known is None:
+                    known = _git_commits(root) or (lambda c: True)
+                if not known(commit):
+                    problems.append(f"commit '{commit}' is not a commit of the repository at {root}")
         failed += bool(problems)
-        paper = r["paper"] + (f"-{r['paper_high']}" if high is not None else "")
+        paper = r["paper"] if high is None else f"[{r['paper']}, {r['paper_high']}]"
         out.append(f"{'FAIL' if problems else 'ok  '} {r['id']}: {r['quantity']}: ours {r['ours']} ± {r['se']} (n {r['n']}), "
-                   f"paper {paper}: k = {k:.2f}: {words}")
+                   f"paper {paper}: k = {k:.2f}: {words}" + (f" (commit {commit})" if commit else ""))
         out.extend(f"       {p}" for p in problems)
     return out, failed
 
