@@ -20,6 +20,8 @@ expect_usage_error "option 'noise' = 'set:1,,3'" --noise set:1,,3 -o "$dir/bad.h
 expect_usage_error "option 'cov' = 'diag:1,0,1,1,1': every eigenvalue must be > 0" --cov diag:1,0,1,1,1 -o "$dir/bad.h5"
 expect_usage_error "option 'cov' = 'diag:1,2': the spectrum needs exactly d = 5" --cov diag:1,2 -o "$dir/bad.h5"
 expect_usage_error "option 'steps' = '0'" --steps 0 -o "$dir/bad.h5"
+expect_usage_error "option 'eval_seed' = '-1': must be point or an integer >= 0" --eval_seed -1 -o "$dir/bad.h5"
+expect_usage_error "option 'eval_seed' = '7': a shared evaluation set needs" --eval_seed 7 --cov rotated:1,1,1,1,2 -o "$dir/bad.h5"
 expect_usage_error "unrecognised option '--colour'" --colour red -o "$dir/bad.h5"
 expect_usage_error "option 'output' = '$dir/no/such/dir/x.h5': directory" -o "$dir/no/such/dir/x.h5"
 

@@ -43,6 +43,49 @@ TEST(Determinism, SamePointGivesIdenticalBitsAndOtherSeedsDiffer) {
   }
 }
 
+// eval_seed (issue 29): points of other seeds and optimisers evaluated on one shared set -- the same
+// baseline losses to the bit -- while training is untouched; another eval_seed, another set.  Without
+// it each point keeps its own set, drawn as before from (its seed, draws::eval_set).
+TEST(Determinism, EvalSeedSharesOneEvaluationSetAcrossPoints) {
+  Point p1 = make_point({{"d", "3"}, {"n", "8"}, {"layers", "2"}, {"param", "sparse_ab"}, {"batch", "32"},
+                         {"steps", "20"}, {"eval_every", "10"}, {"eval_tasks", "200"}, {"x_dist", "gamma"},
+                         {"optimizer", "sgd"}, {"lr", "0.01"}, {"seed", "1"}});
+  Point p2 = p1;
+  p2.seed = 2;
+  p2.optimizer = Optimizer::adamw;
+  EXPECT_EQ(eval_draw(p1).seed, 1u);
+  EXPECT_EQ(eval_draw(p1).which.stream, draws::eval_set.stream);
+  EXPECT_EQ(eval_draw(p1).which.block, draws::eval_set.block);
+  const Result own1 = run_point(p1), own2 = run_point(p2);
+  ASSERT_EQ(own1.analysis_status, AnalysisStatus::ok) << own1.analysis_message;
+  {   // the default: loss_zero is the mean squared query label of the point's own set
+    TaskBatch<float> set;
+    set.resize(p1.eval_tasks, p1.d, p1.n);
+    sample_tasks(make_task_law(p1), p1.seed, draws::eval_set.stream, draws::eval_set.block, set);
+    double sum = 0;
+    for (int t = 0; t < set.B; ++t) {
+      Eigen::MatrixXd X;
+      Eigen::VectorXd y;
+      batch_task(set, t, &X, &y);
+      sum += y[p1.n] * y[p1.n];
+    }
+    EXPECT_NEAR(own1.metrics.at("loss_zero"), sum / set.B, 1e-12 * sum / set.B);
+  }
+  EXPECT_NE(own1.metrics.at("loss_zero"), own2.metrics.at("loss_zero"));
+  for (Point* p : {&p1, &p2}) ASSERT_EQ(point_set(*p, "eval_seed", "99"), "");
+  EXPECT_EQ(eval_draw(p2).seed, 99u);
+  const Result s1 = run_point(p1), s2 = run_point(p2);
+  ASSERT_EQ(s2.analysis_status, AnalysisStatus::ok) << s2.analysis_message;
+  for (const char* m : {"loss_zero", "loss_ols", "loss_ridge"})
+    EXPECT_EQ(std::memcmp(&s1.metrics.at(m), &s2.metrics.at(m), sizeof(double)), 0) << m;
+  EXPECT_NE(s1.metrics.at("loss_zero"), own1.metrics.at("loss_zero"));
+  EXPECT_FALSE(same_bits(s1.curve_test_loss, own1.curve_test_loss));
+  EXPECT_TRUE(same_bits(s1.theta, own1.theta));   // only the evaluation changed, not training
+  EXPECT_TRUE(same_bits(s1.curve_train_loss, own1.curve_train_loss));
+  ASSERT_EQ(point_set(p1, "eval_seed", "100"), "");
+  EXPECT_NE(run_point(p1).metrics.at("loss_zero"), s1.metrics.at("loss_zero"));
+}
+
 // Task t of a draw is the same whether the batch holds 37 or 300 tasks (chunking and padding differ).
 TEST(Determinism, TaskDataIndependentOfBatchSizeAndChunking) {
   const Point p = make_point({{"d", "3"}, {"n", "5"}, {"noise", "set:1,3"}, {"x_dist", "gamma"}});

@@ -134,6 +134,9 @@ TEST(Grid, SpecHashChangesWithTheSpec) {
   const Spec a = spec_of({{"layers", {"1", "2"}, "f:1"}}), b = spec_of({{"layers", {"1", "3"}, "f:1"}});
   EXPECT_EQ(spec_hash(a.text), spec_hash(spec_of({{"layers", {"1", "2"}, "g:7"}}).text));   // where is not part of it
   EXPECT_NE(spec_hash(a.text), spec_hash(b.text));
+  // the shared evaluation set's seed is part of it: --resume refuses a file written with another one
+  EXPECT_NE(spec_hash(spec_of({{"eval_seed", {"99"}, "f:1"}}).text), spec_hash(spec_of({{"eval_seed", {"100"}, "f:1"}}).text));
+  EXPECT_NE(spec_hash(spec_of({{"eval_seed", {"99"}, "f:1"}}).text), spec_hash(spec_of({}).text));
 }
 
 

@@ -39,7 +39,8 @@ TEST(Options, BadValuesNameOptionValueAndRule) {
                        Case{"noise", "set:-1", ">= 0"}, Case{"cov", "diag:1,0,2", "> 0"},
                        Case{"cov", "diag:1,-2", "> 0"}, Case{"steps", "0", "integer in [1,"},
                        Case{"lr", "-1e-3", "> 0"}, Case{"beta2", "1", "< 1"}, Case{"x_dist", "cauchy", "gaussian"},
-                       Case{"lr", "1e-3x", "number"}, Case{"seed", "-1", ">= 0"}}) {
+                       Case{"lr", "1e-3x", "number"}, Case{"seed", "-1", ">= 0"},
+                       Case{"eval_seed", "-1", "point or an integer >= 0"}, Case{"eval_seed", "99x", "point or"}}) {
     Point p;
     const std::string why = point_set(p, c.name, c.value);
     EXPECT_NE(why.find(std::string("option '") + c.name + "' = '" + c.value + "'"), std::string::npos) << why;
@@ -88,6 +89,13 @@ TEST(Options, CrossOptionRules) {
   EXPECT_NE(errs[1].find("option 'warmup' = '10'"), std::string::npos);
   EXPECT_NE(errs[2].find("option 'decay_every'"), std::string::npos);
   EXPECT_TRUE(point_validate(Point{}).empty());
+  Point q;   // a shared evaluation set needs a law without the point's seed in it
+  ASSERT_EQ(point_set(q, "eval_seed", "99"), "");
+  EXPECT_TRUE(point_validate(q).empty());
+  ASSERT_EQ(point_set(q, "cov", "rotated:1,1,1,1,2"), "");
+  const auto rotated = point_validate(q);
+  ASSERT_EQ(rotated.size(), 1u);
+  EXPECT_NE(rotated[0].find("option 'eval_seed' = '99': a shared evaluation set needs"), std::string::npos) << rotated[0];
 }
 
 // The transformer's options: each broken rule is reported against the option, its value and the rule.

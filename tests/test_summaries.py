@@ -37,7 +37,7 @@ OPTIONS = {
     'attention': 'linear', 'attention_first': 'same', 'batch': 256, 'beta1': 0.9, 'beta2': 0.999, 'bias': 'true',
     'build': 0, 'clip': 0.0, 'clip_mode': 'global', 'context_curve': 0, 'cov': 'identity', 'd': 4,
     'decay_every': 0, 'diverge_factor': 10000.0, 'embed': 'none', 'embed_size': 0, 'eps': 1e-08,
-    'eval_every': 50, 'eval_log': 0, 'eval_tasks': 512, 'gd_attention': 0.0, 'heads': 1, 'hessian_tasks': 1000,
+    'eval_every': 50, 'eval_log': 0, 'eval_seed': 'point', 'eval_tasks': 512, 'gd_attention': 0.0, 'heads': 1, 'hessian_tasks': 1000,
     'init': 'normal', 'init_scale': 0.02, 'key_size': 0, 'landscape': 'off', 'layer_norm': 'false',
     'layer_norm_first': 'false', 'message': '', 'mlp': 'false', 'momentum': 0.9, 'n': 10,
     'noise': 'none', 'norm': '1/n', 'optimizer': 'adam', 'param': 'full', 'pe': 'none', 'pe_size': 0,

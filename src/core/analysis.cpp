@@ -752,7 +752,8 @@ Analysis analyse_typed(const Point& p, const Trained& trained, const std::atomic
   const Tuning t = tune<T>(p, law, bases, out, stop);
   const Models<T> m = models<T>(p, trained.theta, t);
   check_stop(stop);
-  const TaskBatch<T> eval_set = draw<T>(law, p.seed, draws::eval_set, p.eval_tasks);   // training's set
+  const EvalDraw e = eval_draw(p);
+  const TaskBatch<T> eval_set = draw<T>(law, e.seed, e.which, p.eval_tasks);   // training's set
   const TaskLaw pool = pool_law(p);   // w from the training pool (task_pool > 0), else the fresh law
   check_stop(stop);
   evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);

@@ -48,7 +48,8 @@ bool copy_applies(const Point& p) { return p.arch == Arch::transformer && p.toke
 
 CopyCurve::CopyCurve(const Point& p) : p_(p) {
   set_.resize(p.eval_tasks, p.d, p.n);
-  sample_tasks(make_task_law(p), p.seed, draws::eval_set.stream, draws::eval_set.block, set_);
+  const EvalDraw e = eval_draw(p);
+  sample_tasks(make_task_law(p), e.seed, e.which.stream, e.which.block, set_);
 }
 
 bool CopyCurve::wanted(int64_t step) const { return step % p_.eval_every == 0 || step == p_.steps; }

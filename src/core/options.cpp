@@ -293,6 +293,26 @@ OptionDef seed_option() {
           [](const Point& p) { return std::to_string(p.seed); }};
 }
 
+OptionDef eval_seed_option() {
+  return {"eval_seed",
+          "seed of the evaluation set: point (each point's own, from its seed) or an integer >= 0 (one set of "
+          "eval_tasks tasks from this seed, the same for every point of a sweep, as [A24]'s plot_loss.ipynb: 1000 "
+          "tasks from seed 99, shared by every seed and optimiser)",
+          Column::text,
+          [](Point& p, const std::string& v) -> std::string {
+            int64_t x;
+            if (trim(v) == "point") {
+              p.eval_seed = -1;
+            } else if (parse_int64(v, &x) && x >= 0) {
+              p.eval_seed = x;
+            } else {
+              return "must be point or an integer >= 0";
+            }
+            return "";
+          },
+          [](const Point& p) { return p.eval_seed < 0 ? std::string("point") : std::to_string(p.eval_seed); }};
+}
+
 // [VO23]'s transformer (arch = transformer, transformer.hpp; its code's names in the help).
 void transformer_options(std::vector<OptionDef>& t) {
   t.push_back(enum_option<Arch>("arch", "model family: lsa (the P, Q layers of docs/science.md section 2) or "
@@ -546,6 +566,7 @@ std::vector<OptionDef> make_table() {
       {{"normal", Init::normal}, {"vs_truncated", Init::vs_truncated}, {"gd_embed", Init::gd_embed}}));
   t.push_back(real_option("init_scale", "initialisation scale", &Point::init_scale, 0.0, false));
   t.push_back(int_option("eval_tasks", "size of the fixed evaluation set", &Point::eval_tasks, 1, 10000000));
+  t.push_back(eval_seed_option());
   t.push_back(int_option("eval_every", "evaluate every this many steps", &Point::eval_every, 1, 1000000000));
   t.push_back(int_option("eval_log", "also evaluate at the log-spaced steps round(10^(j/K)), K per decade "
       "(Raventos et al. 2023's checkpoints; 0 = off)", &Point::eval_log, 0, 100));
@@ -609,6 +630,9 @@ std::vector<std::string> point_validate(const Point& p) {
   for (int64_t s : p.landscape)
     if (s > p.steps) bad("landscape", "steps must be <= steps = " + std::to_string(p.steps));
   if (p.landscape_every >= p.steps) bad("landscape", "every:k needs k < steps = " + std::to_string(p.steps));
+  if (p.eval_seed >= 0 && p.cov == CovKind::rotated)
+    bad("eval_seed", "a shared evaluation set needs a law that is the same at every point: cov = rotated draws its "
+                     "rotation U from the point's seed (use eval_seed = point)");
   if (p.warmup >= p.steps)
     bad("warmup", "must be smaller than steps = " + std::to_string(p.steps));
   if (p.schedule == Schedule::step && p.decay_every == 0)

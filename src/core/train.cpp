@@ -38,7 +38,8 @@ class TrainingRun {
         g_(objective_->size()), layer_loss_(p.layers) {
     batch_.resize(p.batch, p.d, p.n);
     eval_set_.resize(p.eval_tasks, p.d, p.n);
-    sample_tasks(make_task_law(p), p.seed, draws::eval_set.stream, draws::eval_set.block, eval_set_);   // fresh tasks
+    const EvalDraw e = eval_draw(p);   // fresh tasks: the point's own, or the sweep's shared set (eval_seed)
+    sample_tasks(make_task_law(p), e.seed, e.which.stream, e.which.block, eval_set_);
     r_.flops_per_step = flops_per_task(p) * p.batch;
     const size_t records = static_cast<size_t>(eval_record_bound(p));
     r_.curve_step.reserve(records);

@@ -50,6 +50,18 @@ TaskLaw training_law(const Point& p);
 // Fresh inputs and noise with w from the pool (task_pool > 0): the analysis's in-distribution set.
 TaskLaw pool_law(const Point& p);
 
+// The evaluation set (the test loss, the analysis's main set, the copy curve): eval_tasks tasks of
+// make_task_law(p) drawn from (p.seed, draws::eval_set), or with eval_seed >= 0 from (eval_seed,
+// draws::shared_eval_set): then every point of a sweep sees the same tasks, whatever its seed.
+struct EvalDraw {
+  uint64_t seed;
+  Draw which;
+};
+inline EvalDraw eval_draw(const Point& p) {
+  if (p.eval_seed >= 0) return {static_cast<uint64_t>(p.eval_seed), draws::shared_eval_set};
+  return {p.seed, draws::eval_set};
+}
+
 // B tasks in lane layout: chunk c holds tasks c*V .. c*V+V-1 (V = kLanes<T>); the last chunk is padded
 // with all-zero tasks whose mask is 0.
 template <class T>

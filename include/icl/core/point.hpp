@@ -83,6 +83,8 @@ struct Point {
   Init init = Init::normal;
   double init_scale = 0.05;           // normal: std s; vs_truncated: variance scale init_scale / layers
   int eval_tasks = 10000;
+  int64_t eval_seed = -1;             // >= 0: the evaluation set drawn from this seed, the same for every
+                                      // point of a sweep (-1: from the point's own seed)
   int eval_every = 100;
   int eval_log = 0;         // also evaluate at log-spaced steps, this many per decade (train.hpp)
   double diverge_factor = 1e4;       // an evaluation loss above this x the initial one is divergence (0 = off)

@@ -26,6 +26,8 @@ namespace draws {
 inline Draw train_batch(int64_t refresh_index) { return {Stream::train, static_cast<uint64_t>(refresh_index)}; }
 constexpr Draw eval_set{Stream::eval, 0};            // the final test loss and the analyses' main set
 constexpr Draw pool_eval_set{Stream::eval, 1};       // task_pool > 0: fresh inputs, tasks from the pool
+constexpr Draw shared_eval_set{Stream::eval, 2};     // eval_seed >= 0: drawn with eval_seed, not the point's
+                                                     // seed: one evaluation set for every point (data.hpp)
 constexpr Draw tune_closed_form{Stream::tune, 0};    // rates and lambdas of the closed-form baselines
 constexpr Draw tune_gdpp{Stream::tune, 1};           // GD++ tuning (double)
 constexpr Draw validate_gdpp{Stream::tune, 2};       // GD++ selection among local optima
