@@ -5,10 +5,10 @@
 #include <chrono>
 #include <cstdio>
 
-#include "icl/core/options.hpp"
-#include "icl/core/run_point.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/io/results.hpp"
+#include "icl/run/options.hpp"
+#include "icl/run/run_point.hpp"
 
 using namespace icl;
 using Clock = std::chrono::steady_clock;

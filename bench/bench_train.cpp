@@ -20,9 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "icl/core/data.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/run_point.hpp"
+#include "icl/data/data.hpp"
+#include "icl/run/options.hpp"
+#include "icl/run/run_point.hpp"
 
 using namespace icl;
 

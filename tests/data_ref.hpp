@@ -2,15 +2,15 @@
 // Scalar reference of sample_tasks: the reproducibility contract of data.hpp transcribed step by step,
 // one task and one token at a time, with no lanes.  Never optimise it: test_data.cpp checks that the
 // vectorised sampler agrees with it bitwise.
-#include "icl/core/eigen.hpp"
+#include "icl/base/eigen.hpp"
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
-#include "icl/core/data.hpp"
-#include "icl/core/lane.hpp"
-#include "icl/core/rng.hpp"
+#include "icl/base/lane.hpp"
+#include "icl/base/rng.hpp"
+#include "icl/data/data.hpp"
 
 namespace icl::test {
 

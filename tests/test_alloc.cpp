@@ -6,8 +6,8 @@
 #include <cstdlib>
 #include <new>
 
-#include "icl/core/options.hpp"
-#include "icl/core/run_point.hpp"
+#include "icl/run/options.hpp"
+#include "icl/run/run_point.hpp"
 
 static std::atomic<long> g_allocations{0};
 

@@ -8,15 +8,15 @@
 #include <cmath>
 #include <cstdio>
 
-#include "icl/core/analysis.hpp"
-#include "icl/core/baselines.hpp"
-#include "icl/core/cancel.hpp"
-#include "icl/core/gdpp.hpp"
-#include "icl/core/objective.hpp"
-#include "icl/core/landscape.hpp"
-#include "icl/core/metrics.hpp"
-#include "icl/core/params.hpp"
-#include "icl/core/run_point.hpp"
+#include "icl/analysis/analysis.hpp"
+#include "icl/analysis/baselines.hpp"
+#include "icl/analysis/gdpp.hpp"
+#include "icl/analysis/landscape.hpp"
+#include "icl/analysis/metrics.hpp"
+#include "icl/base/cancel.hpp"
+#include "icl/model/params.hpp"
+#include "icl/run/run_point.hpp"
+#include "icl/train/objective.hpp"
 #include "test_util.hpp"
 
 namespace icl {

@@ -13,8 +13,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "icl/core/blocks.hpp"
-#include "icl/core/rng.hpp"
+#include "icl/base/rng.hpp"
+#include "icl/model/blocks.hpp"
 
 namespace icl {
 namespace {

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "data_ref.hpp"
-#include "icl/core/rng.hpp"
+#include "icl/base/rng.hpp"
 #include "test_util.hpp"
 
 namespace icl {

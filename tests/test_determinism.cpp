@@ -4,8 +4,8 @@
 
 #include <cstring>
 
-#include "icl/core/run_point.hpp"
-#include "icl/core/train.hpp"
+#include "icl/run/run_point.hpp"
+#include "icl/train/train.hpp"
 #include "test_util.hpp"
 
 namespace icl {

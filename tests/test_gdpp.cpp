@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "icl/core/gdpp.hpp"
+#include "icl/analysis/gdpp.hpp"
 #include "test_util.hpp"
 
 namespace icl {

@@ -6,11 +6,12 @@
 
 #include <map>
 
-#include "icl/core/objective.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/run_point.hpp"
+#include "icl/run/options.hpp"
+#include "icl/run/run_point.hpp"
 #include "icl/sweep/grid.hpp"
 #include "icl/sweep/memory.hpp"
+#include "icl/sweep/spec_keys.hpp"
+#include "icl/train/objective.hpp"
 
 namespace icl::sweep {
 namespace {
@@ -139,6 +140,39 @@ TEST(Grid, SpecHashChangesWithTheSpec) {
   EXPECT_NE(spec_hash(spec_of({{"eval_seed", {"99"}, "f:1"}}).text), spec_hash(spec_of({}).text));
 }
 
+
+// The canonical text is a file-format contract: every stored point record and output file carries its
+// hash, and --resume compares it.  Frozen here as written before the key table existed (sweep/spec_keys).
+TEST(SweepKeys, CanonicalTextIsFrozen) {
+  Spec s = spec_of({{"layers", {"1", "2"}, "f:1"}, {"lr", {"0.1", "0.2"}, "f:2"}}, {{"layers", "lr"}}, 3);
+  s.sweep_seed = 7;
+  EXPECT_EQ(canonical_text(s), "layers = 1 2\nlr = 0.1 0.2\nzip = layers lr\nrepeats = 3\nsweep_seed = 7\n");
+  s.seeds_per_replica = true;
+  s.halving.search = {"replica", "lr"};
+  s.halving.rungs = {500, 1500};
+  s.max_point_bytes = 1e9;   // not hashed: it never changes a result
+  EXPECT_EQ(canonical_text(s), "layers = 1 2\nlr = 0.1 0.2\nzip = layers lr\nrepeats = 3\nsweep_seed = 7\n"
+                               "seeds = replica\nsearch = replica lr\nrungs = 500 1500\nreduction = 3\n"
+                               "rung_metric = test_loss\n");
+}
+
+// Each key of the table: its example parses; it changes the canonical text (so the hash, so --resume's
+// identity check) exactly when the table says it enters the hash.  A key added without its canonical
+// lines fails here, instead of silently letting --resume mix two sweeps.
+TEST(SweepKeys, EveryKeyParsesItsExampleAndEntersTheHashAsDeclared) {
+  Spec base = spec_of({{"layers", {"1", "2"}, "f:1"}, {"lr", {"0.1", "0.2"}, "f:2"}});
+  base.halving.search = {"lr"};   // halving on, so its keys print
+  base.halving.rungs = {100};
+  for (const SweepKey& k : sweep_keys()) {
+    SCOPED_TRACE(k.name);
+    Spec s = base;
+    std::string rule;
+    ASSERT_TRUE(k.parse({k.example}, "f:9", &s, &rule)) << rule;
+    EXPECT_EQ(canonical_text(s) != canonical_text(base), k.canonical != nullptr);
+    EXPECT_EQ(find_sweep_key(k.name), &k);
+  }
+  EXPECT_EQ(find_sweep_key("layers"), nullptr);   // options of a point are run/options.hpp's
+}
 
 // Input holes (issue 11): each is an error naming the option or the limit, never a crash or a wrong count.
 TEST(GridLimits, EmptyZipGroupIsAnError) {

@@ -12,6 +12,7 @@
 
 #include "icl/sweep/grid.hpp"
 #include "icl/sweep/halving.hpp"
+#include "icl/sweep/spec_keys.hpp"
 
 namespace icl::sweep {
 namespace {

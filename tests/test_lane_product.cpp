@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "icl/core/lane.hpp"
-#include "icl/core/lane_product.hpp"
-#include "icl/core/rng.hpp"
+#include "icl/base/lane.hpp"
+#include "icl/base/rng.hpp"
+#include "icl/model/lane_product.hpp"
 
 namespace icl {
 namespace {

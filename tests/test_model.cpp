@@ -4,10 +4,10 @@
 
 #include <cstdio>
 
-#include "icl/core/model.hpp"
-#include "icl/core/model_ref.hpp"
-#include "icl/core/objective.hpp"
-#include "icl/core/params.hpp"
+#include "icl/model/model.hpp"
+#include "icl/model/model_ref.hpp"
+#include "icl/model/params.hpp"
+#include "icl/train/objective.hpp"
 #include "test_util.hpp"
 
 namespace icl {

@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "icl/core/objective.hpp"
-#include "icl/core/optim.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/transformer.hpp"
+#include "icl/model/transformer.hpp"
+#include "icl/run/options.hpp"
+#include "icl/train/objective.hpp"
+#include "icl/train/optim.hpp"
 
 namespace icl {
 namespace {

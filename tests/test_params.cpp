@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "icl/core/params.hpp"
+#include "icl/model/params.hpp"
 #include "test_util.hpp"
 
 namespace icl {

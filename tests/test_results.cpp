@@ -10,12 +10,12 @@
 #include <set>
 #include <stdexcept>
 
-#include "icl/core/options.hpp"
-#include "icl/core/run_point.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/layout.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/io/results.hpp"
+#include "icl/run/options.hpp"
+#include "icl/run/run_point.hpp"
 
 namespace icl {
 namespace {

@@ -17,6 +17,7 @@
 #include "icl/io/h5.hpp"
 #include "icl/io/io_stats.hpp"
 #include "icl/io/point_log.hpp"
+#include "icl/sweep/spec_keys.hpp"
 
 namespace icl {
 namespace {

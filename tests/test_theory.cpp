@@ -3,8 +3,8 @@
 
 #include <cstdio>
 
-#include "icl/core/model.hpp"
-#include "icl/core/run_point.hpp"
+#include "icl/model/model.hpp"
+#include "icl/run/run_point.hpp"
 #include "test_util.hpp"
 
 namespace icl {

@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "icl/core/rng.hpp"
-#include "icl/core/transformer.hpp"
-#include "icl/core/transformer_ref.hpp"
+#include "icl/base/rng.hpp"
+#include "icl/model/transformer.hpp"
+#include "icl/model/transformer_ref.hpp"
 #include "test_util.hpp"
 
 namespace icl {

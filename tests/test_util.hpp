@@ -2,15 +2,15 @@
 // Shared helpers of the numerical tests: small points, seeded batches, worst-entry comparisons.
 #include <gtest/gtest.h>
 
-#include "icl/core/eigen.hpp"
+#include "icl/base/eigen.hpp"
 #include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "icl/core/data.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/point.hpp"
+#include "icl/base/point.hpp"
+#include "icl/data/data.hpp"
+#include "icl/run/options.hpp"
 
 namespace icl::test {
 

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdio>
 
-#include "icl/core/options.hpp"
-#include "icl/core/run_point.hpp"
+#include "icl/run/options.hpp"
+#include "icl/run/run_point.hpp"
 #include "test_util.hpp"
 
 namespace icl {

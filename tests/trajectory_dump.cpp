@@ -14,12 +14,12 @@
 #include <string>
 #include <vector>
 
-#include "icl/core/data.hpp"
-#include "icl/core/optim.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/params.hpp"
-#include "icl/core/train.hpp"
-#include "icl/core/transformer.hpp"
+#include "icl/data/data.hpp"
+#include "icl/model/params.hpp"
+#include "icl/model/transformer.hpp"
+#include "icl/run/options.hpp"
+#include "icl/train/optim.hpp"
+#include "icl/train/train.hpp"
 
 namespace {
 

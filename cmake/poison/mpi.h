@@ -1,1 +1,1 @@
-#error "icl_core is numerics only (Eigen): MPI belongs in the parallel module, see ../shared/STYLE.md"
+#error "this room is pure (the numerics and the sweep: Eigen only): MPI belongs in the parallel module, see ../shared/STYLE.md"

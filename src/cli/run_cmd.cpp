@@ -38,13 +38,14 @@
 #include "icl/cli/sweep_loop.hpp"
 #include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/run_point.hpp"
 #include "icl/io/io_error.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/parallel/parallel.hpp"
+#include "icl/run/options.hpp"
+#include "icl/run/run_point.hpp"
 #include "icl/sweep/grid.hpp"
 #include "icl/sweep/halving.hpp"
+#include "icl/sweep/spec_keys.hpp"
 
 namespace po = boost::program_options;
 
@@ -156,7 +157,7 @@ constexpr int kContinue = -1;   // a prolog step's "no exit yet"
 // overrides of the spec.
 struct RunArgs {
   std::string spec_path, out;
-  std::vector<std::pair<std::string, std::vector<std::string>>> overrides;   // option -> values
+  Overrides overrides;
   bool dry_run = false, quiet = false;
   double progress_every = 0, merge_every = 0, live_every = 0;   // seconds; 0 = never
   OutputOptions output;
@@ -178,20 +179,11 @@ void add_run_options(po::options_description& desc) {
       "allow-mixed-builds", po::bool_switch(), "with --resume: accept points computed by another build of icl-sweep");
   for (const OptionDef& o : option_table())
     desc.add_options()(o.name.c_str(), po::value<std::vector<std::string>>()->multitoken(), (o.help + " (overrides the spec)").c_str());
-  desc.add_options()("repeats", po::value<std::vector<std::string>>(), "replicas of every combination (overrides the spec)")(
-      "sweep_seed", po::value<std::vector<std::string>>(), "the sweep's seed (overrides the spec)")(
-      "seeds", po::value<std::vector<std::string>>(), "point | replica: a seed per point, or per replica "
-      "shared by every combination (overrides the spec)")(
-      "max_point_memory", po::value<std::vector<std::string>>(), "refuse points whose estimated memory exceeds this "
-      "(e.g. 8G; off = no limit; default: this machine's memory / the ranks on this node; overrides the spec)")(
-      "search", po::value<std::vector<std::string>>()->multitoken(), "successive halving: the searched axes, e.g. replica lr "
-      "(overrides the spec)")(
-      "rungs", po::value<std::vector<std::string>>()->multitoken(), "successive halving: steps at which candidates are compared "
-      "(overrides the spec)")(
-      "reduction", po::value<std::vector<std::string>>(), "successive halving: keep the best 1/reduction at every rung "
-      "(default 3; overrides the spec)")(
-      "rung_metric", po::value<std::vector<std::string>>(), "successive halving: test_loss or train_loss at the rung "
-      "(default test_loss; overrides the spec)");
+  for (const sweep::SweepKey& k : sweep::sweep_keys()) {
+    if (!k.help) continue;
+    auto* value = po::value<std::vector<std::string>>();
+    desc.add_options()(k.name, k.multitoken ? value->multitoken() : value, (std::string(k.help) + " (overrides the spec)").c_str());
+  }
 }
 
 // kContinue, or the exit code (usage errors and --help printed by rank 0).
@@ -221,8 +213,8 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   }
   for (const OptionDef& o : option_table())
     if (vm.count(o.name)) args->overrides.push_back({o.name, vm[o.name].as<std::vector<std::string>>()});
-  for (const std::string& key : sweep_keys())
-    if (vm.count(key)) args->overrides.push_back({key, vm[key].as<std::vector<std::string>>()});
+  for (const sweep::SweepKey& k : sweep::sweep_keys())
+    if (k.help && vm.count(k.name)) args->overrides.push_back({k.name, vm[k.name].as<std::vector<std::string>>()});
   args->dry_run = vm["dry-run"].as<bool>();
   args->quiet = vm["quiet"].as<bool>();
   args->progress_every = args->quiet ? 0.0 : vm["progress"].as<double>();
@@ -254,8 +246,8 @@ int load_sweep(const RunArgs& args, sweep::Spec* spec, sweep::Grid* grid) {
   sweep::Summary summary;
   std::vector<std::string> errors;
   bool valid = read_spec(args.spec_path, args.overrides, spec, &errors) &&
-               (args.dry_run ? sweep::summarise(*spec, &summary, &errors) : sweep::expand(*spec, grid, &errors));
-  if (valid && args.dry_run && spec->halving.on()) valid = sweep::expand(*spec, grid, &errors);   // the plan needs the points
+               (args.dry_run ? sweep::summarise(*spec, &summary, &errors) : sweep::expand_sweep(*spec, grid, &errors));
+  if (valid && args.dry_run && spec->halving.on()) valid = sweep::expand_sweep(*spec, grid, &errors);   // the plan needs the points
   if (valid && spec->halving.on() && args.output.retry_failed) {
     errors.push_back("option 'retry-failed': not with successive halving (search): the decisions already ranked the failed "
                      "points last; start over with --force to retry them");

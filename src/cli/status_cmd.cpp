@@ -25,6 +25,7 @@
 #include "icl/io/h5.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/io/results.hpp"
+#include "icl/sweep/spec_keys.hpp"
 
 namespace icl::cli {
 namespace {

@@ -19,9 +19,11 @@
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
 #include "icl/cli/stop_merge.hpp"
-#include "icl/core/options.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/layout.hpp"
+#include "icl/run/options.hpp"
+#include "icl/sweep/halving.hpp"
+#include "icl/sweep/spec_keys.hpp"
 
 namespace icl::cli {
 namespace {
@@ -133,7 +135,7 @@ bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Sp
     std::ofstream(path) << text;
   }
   std::vector<std::string> errors;
-  const bool ok = read_spec(spec_file.empty() ? path : spec_file, {}, spec, &errors) && sweep::expand(*spec, grid, &errors);
+  const bool ok = read_spec(spec_file.empty() ? path : spec_file, {}, spec, &errors) && sweep::expand_sweep(*spec, grid, &errors);
   if (spec_file.empty()) ::unlink(path);
   if (!ok) *why = errors.empty() ? "the spec does not parse" : errors[0];
   return ok;

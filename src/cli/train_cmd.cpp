@@ -16,10 +16,10 @@
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
 #include "icl/cli/sweep_monitor.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/run_point.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/results.hpp"
+#include "icl/run/options.hpp"
+#include "icl/run/run_point.hpp"
 
 namespace po = boost::program_options;
 

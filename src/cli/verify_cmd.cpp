@@ -15,6 +15,7 @@
 #include "icl/cli/sweep_output.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/point_log.hpp"
+#include "icl/sweep/spec_keys.hpp"
 
 namespace icl::cli {
 

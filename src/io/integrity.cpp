@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "icl/core/rng.hpp"
+#include "icl/base/rng.hpp"
 
 namespace icl::io {
 

@@ -36,7 +36,7 @@ const std::vector<Entry>& layout() {
       {"/points/row_digest", Shape::digest, "i64", "(P,)", "digest of everything stored for the point, every row dataset and its flat slices (`icl-sweep verify`)", ""},
       {"/metrics/*", Shape::row, "f64", "(P,)", "scalars: `test_loss`, `train_loss`, `steps_done`, `wall_seconds`, `train_seconds`, `eval_seconds`, "
        "`steps_per_second`, `flops_per_step`, and the analysis scalars (`loss_<method>`, `adjusted_<method>`, `se_*`, `align_*`, ...); "
-       "attributes `doc`, and `label`, `convention` from the registry in `src/core/metrics.cpp`", ""},
+       "attributes `doc`, and `label`, `convention` from the registry in `src/analysis/metrics.cpp`", ""},
       {"/analysis/*", Shape::row, "f64", "(P, width)", "the analysis series, NaN-padded (`layer_loss_<method>`, `noise_loss_<method>`, `ood_*`, "
        "`precond_*`, `v24_w_*`, `landscape_*`, ...); attribute `doc` says the shape", ""},
       {"/layers/test_loss", Shape::row, "f64", "(P, L_max)", "readout loss after each layer, NaN-padded", ""},

@@ -17,8 +17,8 @@
 #include <sstream>
 #include <string_view>
 
+#include "icl/base/rng.hpp"
 #include "icl/build_info.hpp"
-#include "icl/core/rng.hpp"
 #include "icl/io/io_error.hpp"
 #include "icl/io/io_stats.hpp"
 

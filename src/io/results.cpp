@@ -16,15 +16,15 @@
 #include <map>
 #include <memory>
 
+#include "icl/analysis/baselines.hpp"
+#include "icl/analysis/metrics.hpp"
 #include "icl/build_info.hpp"
-#include "icl/core/baselines.hpp"
-#include "icl/core/metrics.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/transformer.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/io_stats.hpp"
 #include "icl/io/layout.hpp"
 #include "icl/io/point_log.hpp"
+#include "icl/model/transformer.hpp"
+#include "icl/run/options.hpp"
 #include "integrity.hpp"
 
 namespace icl::io {

@@ -1,5 +1,4 @@
 #include "icl/sweep/grid.hpp"
-#include "icl/sweep/halving.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,13 +6,13 @@
 #include <numeric>
 #include <set>
 
-#include "icl/core/analysis.hpp"
-#include "icl/core/options.hpp"
-#include "icl/core/params.hpp"
-#include "icl/core/rng.hpp"
-#include "icl/core/train.hpp"
-#include "icl/core/model.hpp"
-#include "icl/core/objective.hpp"
+#include "icl/analysis/analysis.hpp"
+#include "icl/base/rng.hpp"
+#include "icl/model/model.hpp"
+#include "icl/model/params.hpp"
+#include "icl/run/options.hpp"
+#include "icl/train/objective.hpp"
+#include "icl/train/train.hpp"
 
 namespace icl::sweep {
 namespace {
@@ -94,37 +93,6 @@ double analysis_flops(const Point& p) {
 }
 
 }  // namespace
-
-std::string canonical_text(const Spec& spec) {
-  std::string s;
-  for (const SpecEntry& e : spec.entries) {
-    s += e.option + " =";
-    for (const std::string& v : e.values) s += " " + v;
-    s += "\n";
-  }
-  for (const auto& z : spec.zips) {
-    s += "zip =";
-    for (const std::string& o : z) s += " " + o;
-    s += "\n";
-  }
-  s += "repeats = " + std::to_string(spec.repeats) + "\n";
-  s += "sweep_seed = " + std::to_string(spec.sweep_seed) + "\n";
-  if (spec.seeds_per_replica) s += "seeds = replica\n";
-  if (spec.halving.on()) {
-    s += "search =";
-    for (const std::string& a : spec.halving.search) s += " " + a;
-    s += "\nrungs =";
-    for (int64_t r : spec.halving.rungs) s += " " + std::to_string(r);
-    s += "\nreduction = " + std::to_string(spec.halving.reduction) + "\nrung_metric = " + spec.halving.metric + "\n";
-  }
-  return s;
-}
-
-uint64_t spec_hash(const std::string& canonical) {
-  uint64_t h = 0x243f6a8885a308d3ULL;
-  for (unsigned char c : canonical) h = mix64(h ^ c);
-  return h;
-}
 
 double estimate_seconds(const Point& p) {
   const double per_task = flops_per_task(p);
@@ -397,7 +365,7 @@ bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors) {
   std::iota(grid->order.begin(), grid->order.end(), 0);
   std::stable_sort(grid->order.begin(), grid->order.end(),
                    [&](int64_t a, int64_t b) { return grid->cost[a] > grid->cost[b]; });
-  return !spec.halving.on() || check_halving(spec, *grid, errors);
+  return true;
 }
 
 }  // namespace icl::sweep

@@ -6,9 +6,9 @@
 #include <limits>
 #include <map>
 
-#include "icl/core/check.hpp"
-#include "icl/core/copy.hpp"
-#include "icl/core/options.hpp"
+#include "icl/analysis/copy.hpp"
+#include "icl/base/check.hpp"
+#include "icl/run/options.hpp"
 
 namespace icl::sweep {
 namespace {
@@ -46,6 +46,10 @@ Conditions conditions(const Spec& spec, const Grid& grid) {
     c.members[it->second].push_back(static_cast<int64_t>(i));
   }
   return c;
+}
+
+bool expand_sweep(const Spec& spec, Grid* grid, std::vector<std::string>* errors) {
+  return expand(spec, grid, errors) && (!spec.halving.on() || check_halving(spec, *grid, errors));
 }
 
 bool check_halving(const Spec& spec, const Grid& grid, std::vector<std::string>* errors) {

@@ -16,10 +16,10 @@
 //     blocks, the backward scratch, and theta as T plus a lane accumulator per parameter.
 #include "icl/sweep/memory.hpp"
 
-#include "icl/core/analysis.hpp"
-#include "icl/core/landscape.hpp"
-#include "icl/core/train.hpp"
-#include "icl/core/transformer.hpp"
+#include "icl/analysis/analysis.hpp"
+#include "icl/analysis/landscape.hpp"
+#include "icl/model/transformer.hpp"
+#include "icl/train/train.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,1 +1,1 @@
-#error "icl_core is numerics only (Eigen): Boost.Program_options belongs in src/cli"
+#error "this room is pure (the numerics and the sweep: Eigen only): Boost.Program_options belongs in src/cli"

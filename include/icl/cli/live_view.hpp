@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "icl/cli/sweep_monitor.hpp"
-#include "icl/core/train.hpp"
+#include "icl/train/train.hpp"
 
 namespace icl::cli {
 

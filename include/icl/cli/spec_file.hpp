@@ -13,6 +13,7 @@
 //   rungs = 500 1500           the steps at which candidates are compared,
 //   reduction = 3              the best 1/reduction go on at each rung,
 //   rung_metric = test_loss    by this loss at the rung
+// The sweep-level keys (zip to rung_metric) are declared once, in sweep/spec_keys.hpp.
 // Options given on the command line replace the file's list for that option.
 // The file must be a regular file of text (no NUL bytes), 1 byte to 1 MiB, and set at least one option:
 // a directory, a FIFO, a device or an empty file is refused, never read as an empty (default) sweep.
@@ -27,11 +28,11 @@ namespace icl::cli {
 // descriptor, opened without blocking, so a FIFO never hangs) of 1 byte to 1 MiB without NUL bytes.
 bool read_spec_text(const std::string& path, std::string* text, std::string* why);
 
-// The sweep-level keys besides `zip` (not options of a point): a spec line or a command-line override.
-const std::vector<std::string>& sweep_keys();
+// Command-line overrides: an option of the table or a sweep-level key, and its values.
+using Overrides = std::vector<std::pair<std::string, std::vector<std::string>>>;
 
-// Reads `path` and applies `overrides` (option -> values); false with messages on failure.
-bool read_spec(const std::string& path, const std::vector<std::pair<std::string, std::vector<std::string>>>& overrides,
+// Reads `path` and applies `overrides`; false with messages on failure.
+bool read_spec(const std::string& path, const Overrides& overrides,
                sweep::Spec* spec, std::vector<std::string>* errors);
 
 }  // namespace icl::cli

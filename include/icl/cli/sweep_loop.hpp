@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "icl/cli/sweep_output.hpp"
-#include "icl/core/run_point.hpp"
+#include "icl/run/run_point.hpp"
 #include "icl/sweep/grid.hpp"
 
 namespace icl::cli {

@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "icl/core/result.hpp"
+#include "icl/base/result.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/io/results.hpp"
 #include "icl/sweep/grid.hpp"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "icl/core/result.hpp"
+#include "icl/base/result.hpp"
 
 namespace icl::io {
 

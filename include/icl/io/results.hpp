@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "icl/core/point.hpp"
-#include "icl/core/result.hpp"
+#include "icl/base/point.hpp"
+#include "icl/base/result.hpp"
 
 namespace icl::io {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "icl/core/point.hpp"
+#include "icl/base/point.hpp"
 #include "icl/sweep/memory.hpp"
 
 namespace icl::sweep {
@@ -103,15 +103,10 @@ bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* err
 // nor estimate_memory: summarise does not walk their axes.
 bool only_multiplies(const std::string& option);
 
-// Expands and validates; on failure returns false and fills `errors` with messages naming where,
+// Expands and validates (the halving keys are checked by halving.hpp's expand_sweep, which calls this);
+// on failure returns false and fills `errors` with messages naming where,
 // the option, the value and the rule.
 bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors);
-
-// The canonical text of a spec (entries, zips, repeats, sweep_seed, seeds if not the default, the
-// halving keys if on) and its
-// 64-bit hash.
-std::string canonical_text(const Spec& spec);
-uint64_t spec_hash(const std::string& canonical);
 
 // Estimated seconds of one point on one core (model FLOPs of training, evaluation and analysis at a
 // nominal rate): used to order the work and for --dry-run, never for results.

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "icl/core/result.hpp"
+#include "icl/base/result.hpp"
 #include "icl/sweep/grid.hpp"
 
 namespace icl::sweep {
@@ -37,6 +37,10 @@ Conditions conditions(const Spec& spec, const Grid& grid);
 // every rung is an evaluation step of every point and below its `steps`, and no point measures along
 // its trajectory (landscape, [VO23]'s copy analysis), which legs do not carry over.
 bool check_halving(const Spec& spec, const Grid& grid, std::vector<std::string>* errors);
+
+// The grid of a sweep (grid.hpp's expand), and its halving keys checked against it when halving is on:
+// what every command that runs, resumes or verifies a sweep calls.
+bool expand_sweep(const Spec& spec, Grid* grid, std::vector<std::string>* errors);
 
 // The rung metric of a run at `step`: the value its curves recorded there; NaN if they did not reach it.
 double metric_at(const HalvingSpec& h, const Trained& t, int64_t step);

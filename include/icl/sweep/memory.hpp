@@ -7,7 +7,7 @@
 // (tests/test_grid.cpp states the sizes it checks, docs in README "Sweeps").
 #include <string>
 
-#include "icl/core/point.hpp"
+#include "icl/base/point.hpp"
 
 namespace icl::sweep {
 

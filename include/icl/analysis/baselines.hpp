@@ -1,0 +1,68 @@
+#pragma once
+// Closed-form predictors on one task's context (docs/science.md section 4), from one eigendecomposition.
+// With X the d x n context inputs (in some basis, see below), X X^T = U diag(s) U^T, b = U^T X y and
+// z = U^T x_q:
+//   ridge(lambda)          yhat = sum_i z_i b_i / (s_i + lambda)          (lambda -> 0: minimum-norm OLS)
+//   K steps of GD, rate eta, on 1/2 sum_j (<w, x_j> - y_j)^2 from w = 0:
+//                          yhat = sum_i z_i b_i (1 - (1 - eta s_i)^K) / s_i
+//   Bayes mixture over sigma (prior weights pi_k on levels sigma_k), w ~ N(0, I):
+//     log p(y | X, sigma) = -1/2 [(n - d) log sigma^2 + sum_i log(sigma^2 + s_i) + (|y|^2 - sum_i b_i^2/(s_i + sigma^2)) / sigma^2]
+//     yhat = sum_k p(sigma_k | context) ridge(sigma_k^2)
+// The basis: for the ridge family and the Bayes predictor, inputs are whitened by the task prior
+// (x -> Omega^{1/2} x for w ~ N(0, Omega)), which makes ridge(sigma^2) the posterior mean; for
+// preconditioned GD ([A23], preconditioner Sigma^-1), by the input covariance (x -> Sigma^{-1/2} x).
+#include <functional>
+#include <vector>
+
+#include "icl/base/eigen.hpp"
+
+namespace icl {
+
+struct TaskSpectrum {
+  Eigen::VectorXd s, b, z;   // d each
+  double yy = 0;             // |y|^2 over the context
+  int n = 0;
+};
+
+// X: d x n context inputs, y: n labels, xq: the query, all already in the chosen basis.
+TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);
+
+double predict_ridge(const TaskSpectrum& t, double lambda);
+double predict_ols(const TaskSpectrum& t);   // minimum norm (pseudo-inverse) when n < d
+double predict_gd(const TaskSpectrum& t, double eta, int K);
+// AdaRR's noise estimate RSS_OLS / (n - d) (docs/science.md section 4); requires n > d.
+double noise_estimate(const TaskSpectrum& t);
+// Posterior-weighted ridge over the support `sigma` with prior weights `weight` (same length).
+double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, const std::vector<double>& weight);
+
+// K steps of iterative Newton for the pseudo-inverse of S = X X^T (Fu et al. 2023): M_0 = alpha S,
+// M_{k+1} = 2 M_k - M_k S M_k, yhat = x_q^T M_K X y, with alpha as Fu et al.'s current code (kNewtonAlpha).
+// Every M_k is a polynomial in S, so per eigenvalue m_0 = alpha s, m_{k+1} = 2 m_k - s m_k^2
+// (1 - s m_{k+1} = (1 - s m_k)^2: quadratic convergence to 1/s from any 0 < alpha s^2 < 2; m stays 0 where
+// s = 0, the minimum-norm solution: eigenvalues below the pseudo-inverse's tolerance count as 0),
+// yhat = sum_i z_i b_i m_K(s_i).
+//
+// The one declaration of the start: alpha = 1 / |S S^T|_F = 1 / sqrt(sum_i s_i^4), as `newton_inv` in
+// DeqingFu/transformers-icl-second-order src/models.py:514-515 (`torch.linalg.norm(A @ A.T)`, the Frobenius
+// norm; A = X^T X in their row-per-example convention is our S) at 52376dd, the last commit to touch the
+// file (unchanged at the newest, c99333c).  Their first commit (32b1021, src/models.py:361-362) had 2 / |.|_F;
+// the paper's text writes the spectral norm.  Every output file names it (analysis_convention, and the doc of
+// every Newton dataset).
+constexpr const char* kNewtonAlpha =
+    "M_0 = alpha S, alpha = 1/|S S^T|_F (Frobenius; Fu et al.'s code, DeqingFu/transformers-icl-second-order "
+    "src/models.py:514-515 @52376dd)";
+double newton_alpha(const TaskSpectrum& t);
+double predict_newton(const TaskSpectrum& t, int K);
+
+// dMMSE (Raventos et al. 2023): the posterior mean under the uniform prior over the pool's columns W
+// (d x M) and the noise mixture (levels sigma_k, prior weights pi_k), in the raw basis:
+//   log p(m, k | context) = log pi_k - n log sigma_k - |y - X^T w_m|^2 / (2 sigma_k^2) + const
+//   yhat = sum_{m,k} p(m, k | context) <w_m, x_q>
+// X: d x n context inputs, y: n labels, xq: the query.  Cost M n d per task.
+double predict_dmmse(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq,
+                     const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight);
+
+// Minimises f over [lo, hi] by golden-section search on log(x) after a coarse grid of `grid` points.
+double minimise_log(const std::function<double(double)>& f, double lo, double hi, int grid = 24);
+
+}  // namespace icl

@@ -1,0 +1,48 @@
+#pragma once
+// GD++ ([VO23] App. A.10) tuned to a stationary point of its MSE on a tuning set.
+// K steps of GD++ from w = 0 are the gdpp transformer with c = 1, q_x = 1 (docs/science.md section 2):
+//   x_j <- x_j - gamma_l S x_j,   y_j <- y_j - eta_l <alpha, x_j>,   S = sum_i x_i x_i^T, alpha = sum_i y_i x_i
+// over the context i = 1..n, every token j updated, yhat = -y_query after K steps.
+//   per step:  (eta_l, gamma_l) for l = 1..K, 2K numbers
+//   tied:      one (eta, gamma) for every step, the recurrent GD++ that [VO23] Fig. 3 plots beside its
+//              tied models (official code: gd_deq = True)
+// The last step's gamma never reaches the readout (it only moves x after y has read it): it is fixed at 0.
+#include <atomic>
+#include <vector>
+
+#include "icl/data/data.hpp"
+
+namespace icl {
+
+struct GdppTuned {
+  std::vector<double> eta, gamma;   // K each (tied: K equal values)
+  double loss = 0.0;                // MSE on the tuning set
+  double grad_norm = 0.0;           // |d loss / d(eta, gamma)| at the result, times the rate unit, over loss
+  int iterations = 0;
+  bool converged = false;           // grad_norm <= kGdppTolerance
+};
+
+// The stationarity criterion: |grad| in units of the starting GD rate, relative to the loss.
+constexpr double kGdppTolerance = 1e-6;
+
+// MSE of K-step GD++ (eta, gamma per step) on `set`; with grad != nullptr also its gradient, ordered
+// (d/d eta_1, d/d gamma_1, ..., d/d eta_K, d/d gamma_K).
+double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, const std::vector<double>& gamma,
+                 std::vector<double>* grad = nullptr);
+
+// GD++ for K steps minimised on `tune` by BFGS with an Armijo line search, in units of eta_gd (the tuned
+// K-step GD rate), until grad_norm <= kGdppTolerance or no descent step is left (double precision).
+// Tied (2 numbers): from the better of plain GD (eta_gd, 0) and the best point of a 9 x 9 grid around
+// it; tested against a dense grid.  Per step (2K - 1 numbers): a LOCAL refinement, BFGS from the tied
+// optimum and from the (K-1)-step optimum `shorter` plus one step.  The per-step loss has other,
+// deeper basins (rates growing about ninefold per step: a polynomial approximation of S^-1 fitted to the
+// tuning tasks' spectra) that random starts find and that explode on rarer tasks, so they are not
+// searched.  Without `validation` the lower tuning loss wins (never above the tied one); with it, the
+// lowest validation loss among the refined points and the tied optimum.
+// `stop` (optional, cancel.hpp) is polled before every evaluation of the loss; when set they throw Cancelled.
+GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd, const std::atomic<bool>* stop = nullptr);
+GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tied, const GdppTuned* shorter,
+                             double eta_gd, const TaskBatch<double>* validation = nullptr,
+                             const std::atomic<bool>* stop = nullptr);
+
+}  // namespace icl

@@ -1,0 +1,59 @@
+#pragma once
+// The linear transformer of docs/science.md section 2, batched over V = kLanes<T> tasks ("a chunk"):
+//   Z_{l+1} = Z_l + c * sum_h P_{l,h} Z_l M Z_l^T Q_{l,h} Z_l,   M = diag(1,..,1,0)      (linear)
+//   Z_{l+1} = Z_l + sum_h P_{l,h} Z_l^ctx softmax_ctx((Z_l^ctx)^T Q_{l,h} Z_l)          (softmax)
+//   Z_{l+1} <- clip(Z_{l+1}, -a, a) entrywise when act_clip a > 0 ([VO23]'s code, deep models)
+//   yhat_l  = -Z_l[d, n]   (readout after layer l, l = 1..L; yhat = yhat_L)
+// Shapes: D = d+1 rows, N = n+1 columns; a token matrix is D x N lanes, row-major (Z[i*N + j]).
+// Weights P, Q: layers x heads x D x D scalars, row-major, already expanded from the trainable
+// parameters (params.hpp).  All workspaces are sized in the constructor: forward/backward allocate nothing.
+#include <memory>
+
+#include "icl/base/lane.hpp"
+#include "icl/base/point.hpp"
+
+namespace icl {
+
+struct ModelShape {
+  int d = 0, n = 0, layers = 1, heads = 1;
+  Attention attention = Attention::linear;
+  double c = 1.0;   // normalisation: 1/n or 1, times 1/L with residual = 1/L
+  double act_clip = 0.0;   // clip of the tokens after each layer (0 = off)
+};
+ModelShape model_shape(const Point& p);
+// c of linear attention on contexts of length n: norm's 1/n (or 1), times residual's 1/L (or 1).
+double attention_c(const Point& p, int n);
+
+// Multiply-adds x 2 of one forward + backward pass on one task (the FLOP model of the cost estimate).
+double model_flops_per_task(const ModelShape& s);
+
+template <class T>
+class LaneModel {
+ public:
+  using L = Lane<T>;
+  explicit LaneModel(const ModelShape& shape);
+  ~LaneModel();
+  LaneModel(const LaneModel&) = delete;
+  LaneModel& operator=(const LaneModel&) = delete;
+
+  const ModelShape& shape() const { return shape_; }
+  // Copies P, Q (layers x heads x D x D each) for the following forward/backward calls.
+  void set_weights(const T* P, const T* Q);
+  // Z0: D x N lanes.  yhat: `layers` lanes, the readout after each layer.  Keeps the activations.
+  void model_forward(const L* Z0, L* yhat);
+  // Backward of the last forward for dLoss/dyhat_L = dyhat (lanes).  Adds the chunk's dP, dQ into the
+  // gradient accumulators and leaves dLoss/dZ0 in input_grad() (D x N lanes).
+  void model_backward(const L& dyhat);
+  const L* input_grad() const;
+  const L* output() const;   // Z_L of the last forward (D x N lanes)
+  void zero_grad();
+  // dP, dQ (layers x heads x D x D): the accumulated gradients summed over lanes, in a fixed order.
+  void grad(double* dP, double* dQ) const;
+
+ private:
+  struct Impl;
+  ModelShape shape_;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace icl

@@ -1,0 +1,782 @@
+// The analyses of analysis.hpp.  Sizes: the point's evaluation set for the headline numbers; tuning sets
+// of kTuneTasks for the closed-form baselines (TunedRR's gain over AdaRR, ~0.01 in MSE at d = 10,
+// n = 20, sigma ~ U(0, 2), is lost in the noise of 2,000 tasks) and kTuneModelTasks for GD++ (whose
+// tuning runs the model: 2K parameters fitted on it to a stationary point, so the set must be large
+// enough that the fit does not chase its noise) with kGdppValidationTasks to choose among per-step GD++'s
+// stationary points (the deep ones can explode on rare tasks: a large set sees more of them); kNoiseTasks per noise level, kOodTasks per out-of-distribution setting.
+#include "icl/analysis/analysis.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <utility>
+
+#include "icl/analysis/baselines.hpp"
+#include "icl/analysis/gdpp.hpp"
+#include "icl/base/cancel.hpp"
+#include "icl/model/model.hpp"
+#include "icl/model/params.hpp"
+#include "icl/model/transformer.hpp"
+
+namespace icl {
+namespace {
+
+constexpr int kTuneTasks = AnalysisSets::tune, kTuneModelTasks = AnalysisSets::tune_model,
+              kGdppValidationTasks = AnalysisSets::gdpp_validation, kNoiseTasks = AnalysisSets::noise, kOodTasks = AnalysisSets::ood;
+constexpr double kInf = std::numeric_limits<double>::infinity();
+const double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double mse(const std::vector<double>& yhat, const std::vector<double>& y) {
+  double s = 0.0;
+  for (size_t t = 0; t < y.size(); ++t) s += (yhat[t] - y[t]) * (yhat[t] - y[t]);
+  s /= static_cast<double>(y.size());
+  return std::isfinite(s) ? s : kInf;
+}
+
+// Standard error of the mean over tasks of (a_t - y_t)^2 - (b_t - y_t)^2: the error of a difference of two
+// losses on the same tasks (b empty: of the loss of a alone).
+double paired_se(const std::vector<double>& a, const std::vector<double>& b, const std::vector<double>& y) {
+  const size_t N = y.size();
+  if (N < 2) return kNaN;
+  double m = 0, m2 = 0;
+  for (size_t t = 0; t < N; ++t) {
+    const double e = (a[t] - y[t]) * (a[t] - y[t]) - (b.empty() ? 0.0 : (b[t] - y[t]) * (b[t] - y[t]));
+    m += e / N;
+    m2 += e * e / N;
+  }
+  const double se = std::sqrt(std::max(m2 - m * m, 0.0) / (N - 1));
+  return std::isfinite(se) ? se : kInf;
+}
+
+// One set of tasks in double: labels, noise levels, and each task's spectrum in three bases; with a pool,
+// the dMMSE prediction of each task (it has nothing to tune).
+struct TaskSet {
+  std::vector<double> y, sigma;
+  std::vector<TaskSpectrum> raw, prior, input;   // plain GD; ridge/Bayes (prior-whitened); preconditioned GD
+  std::vector<double> dmmse;
+};
+
+// x -> Wp x makes w ~ N(0, I); x -> Wi x makes x ~ N(0, I) (empty: the identity).
+struct Bases {
+  Eigen::MatrixXd Wp, Wi;
+};
+
+Bases make_bases(const TaskLaw& law) {
+  Bases b;
+  if (law.w_half.size()) b.Wp = law.w_half.transpose();
+  if (law.Sigma_half.size()) b.Wi = law.Sigma_half.inverse();
+  else if (std::fabs(law.Sigma(0, 0) - 1.0) > 1e-12) b.Wi = Eigen::MatrixXd::Identity(law.d, law.d) / std::sqrt(law.Sigma(0, 0));
+  return b;
+}
+
+// The Bayes predictor's prior over sigma for the point's noise law (levels floored at 1e-6).
+void noise_prior(const TaskLaw& law, std::vector<double>* sigma, std::vector<double>* weight) {
+  sigma->clear();
+  if (law.noise == NoiseKind::fixed || law.noise == NoiseKind::set) *sigma = law.noise_sigma;
+  if (law.noise == NoiseKind::uniform)
+    for (int k = 0; k < 64; ++k) sigma->push_back(law.noise_sigma[0] * (k + 0.5) / 64);
+  for (double& s : *sigma) s = std::max(s, 1e-6);
+  weight->assign(sigma->size(), 1.0 / std::max<size_t>(sigma->size(), 1));
+}
+
+// `pool`: a law with a pool (pool_law), whose columns and noise law make the dMMSE prior; null: no dMMSE.
+template <class T>
+TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* pool, const std::atomic<bool>* stop) {
+  TaskSet s;
+  std::vector<double> pool_sigma, pool_weight;
+  if (pool) {
+    noise_prior(*pool, &pool_sigma, &pool_weight);
+    if (pool_sigma.empty()) {   // noiseless: noise_prior's floor
+      pool_sigma = {1e-6};
+      pool_weight = {1.0};
+    }
+  }
+  const int n = batch.n;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  for (int t = 0; t < batch.B; ++t) {
+    check_stop(stop);   // per task: three spectra and, with a pool, dMMSE against all M pool tasks
+    batch_task(batch, t, &X, &y);
+    const Eigen::MatrixXd Xc = X.leftCols(n);
+    const Eigen::VectorXd yc = y.head(n), xq = X.col(n);
+    s.y.push_back(y(n));
+    s.sigma.push_back(batch.sigma[t]);
+    s.raw.push_back(task_spectrum(Xc, yc, xq));
+    s.prior.push_back(bases.Wp.size() ? task_spectrum(bases.Wp * Xc, yc, bases.Wp * xq) : s.raw.back());
+    s.input.push_back(bases.Wi.size() ? task_spectrum(bases.Wi * Xc, yc, bases.Wi * xq) : s.raw.back());
+    if (pool) s.dmmse.push_back(predict_dmmse(Xc, yc, xq, pool->pool, pool_sigma, pool_weight));
+  }
+  return s;
+}
+
+template <class F>
+std::vector<double> predict_all(const std::vector<TaskSpectrum>& spectra, F f) {
+  std::vector<double> out(spectra.size());
+  for (size_t t = 0; t < spectra.size(); ++t) out[t] = f(spectra[t], t);
+  return out;
+}
+
+
+// The tuned baselines: what is learned from the tuning set and then applied anywhere.
+struct Tuned {
+  double const_rr_lambda = kNaN, tuned_rr_c = kNaN, tuned_rr_t = kNaN;
+  std::vector<double> gd_eta, pgd_eta;   // per K = 1..L
+  std::vector<double> bayes_sigma, bayes_weight;
+  bool noiseless = true;
+};
+
+struct Losses {   // on one TaskSet
+  std::map<std::string, double> loss;
+  std::map<std::string, std::vector<double>> yhat;   // per task, for the standard errors
+};
+
+Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tuned, bool all) {
+  Losses out;
+  const int K = p.layers;
+  auto keep = [&](const char* name, std::vector<double> yhat) {
+    out.loss[name] = mse(yhat, s.y);
+    out.yhat[name] = std::move(yhat);
+  };
+  auto put = [&](const char* name, auto f) { keep(name, predict_all(s.prior, f)); };
+  put("oracle_ridge", [&](const TaskSpectrum& t, size_t i) {
+    return s.sigma[i] > 0 ? predict_ridge(t, s.sigma[i] * s.sigma[i]) : predict_ols(t);
+  });
+  put("const_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, tuned.const_rr_lambda); });
+  if (p.n > p.d) {
+    put("ada_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, noise_estimate(t)); });
+    put("tuned_rr", [&](const TaskSpectrum& t, size_t) {
+      return predict_ridge(t, std::min(tuned.tuned_rr_c * noise_estimate(t), tuned.tuned_rr_t));
+    });
+  }
+  put("bayes", [&](const TaskSpectrum& t, size_t) {
+    return tuned.noiseless ? predict_ols(t) : predict_bayes(t, tuned.bayes_sigma, tuned.bayes_weight);
+  });
+  keep("gd", predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.gd_eta[K - 1], K); }));
+  if (!s.dmmse.empty()) keep("dmmse", s.dmmse);
+  keep("newton", predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_newton(t, K); }));
+  if (all) {
+    put("zero", [](const TaskSpectrum&, size_t) { return 0.0; });
+    put("ols", [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
+    put("ridge", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
+    keep("pgd", predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.pgd_eta[K - 1], K); }));
+  }
+  return out;
+}
+
+Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool whitened_inputs, const std::atomic<bool>* stop) {
+  Tuned tuned;
+  tuned.noiseless = law.noise == NoiseKind::none;
+  noise_prior(law, &tuned.bayes_sigma, &tuned.bayes_weight);
+  auto loss_of = [&](const std::vector<TaskSpectrum>& sp, auto f) { return mse(predict_all(sp, f), s.y); };
+  tuned.const_rr_lambda = minimise_log(
+      [&](double lam) { return loss_of(s.prior, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, lam); }); },
+      1e-6, 1e4);
+  if (p.n > p.d) {
+    std::vector<double> est(s.prior.size());
+    for (size_t i = 0; i < est.size(); ++i) est[i] = noise_estimate(s.prior[i]);
+    auto f = [&](double c, double thr) {
+      return loss_of(s.prior, [&](const TaskSpectrum& t, size_t i) { return predict_ridge(t, std::min(c * est[i], thr)); });
+    };
+    // A joint log grid first: the optimum sits in a diagonal valley (larger c with a finite threshold)
+    // that coordinate descent from t = infinity never enters.  Then coordinate refinement.
+    double best = kInf;
+    for (int i = 0; i < 24; ++i) {
+      check_stop(stop);
+      for (int j = 0; j < 24; ++j) {
+        const double c = std::exp(std::log(0.05) + std::log(20.0 / 0.05) * i / 23);
+        const double thr = std::exp(std::log(1e-3) + std::log(1e7) * j / 23);
+        const double v = f(c, thr);
+        if (v < best) { best = v; tuned.tuned_rr_c = c; tuned.tuned_rr_t = thr; }
+      }
+    }
+    for (int round = 0; round < 2; ++round) {
+      tuned.tuned_rr_c = minimise_log([&](double c) { return f(c, tuned.tuned_rr_t); }, tuned.tuned_rr_c / 2, tuned.tuned_rr_c * 2, 8);
+      tuned.tuned_rr_t = minimise_log([&](double thr) { return f(tuned.tuned_rr_c, thr); }, tuned.tuned_rr_t / 2, tuned.tuned_rr_t * 2, 8);
+    }
+  }
+  for (int K = 1; K <= p.layers; ++K) {
+    check_stop(stop);
+    tuned.gd_eta.push_back(minimise_log(
+        [&](double eta) { return loss_of(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
+        1e-6, 10.0));
+    tuned.pgd_eta.push_back(!whitened_inputs ? tuned.gd_eta.back() : minimise_log(
+        [&](double eta) { return loss_of(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
+        1e-6, 10.0));
+  }
+  return tuned;
+}
+
+// ---- the transformer and the GD / GD++ constructions, through the lane model -----------------------
+
+// A model to run over task sets: the LSA model with expanded P, Q, or (arch = transformer) [VO23]'s
+// transformer with its theta.
+template <class T>
+struct Weights {
+  ModelShape shape;
+  std::vector<T> P, Q;
+  std::optional<TransformerShape> transformer;
+  std::vector<double> theta;
+  void set_context(int n) {   // the same weights on contexts of length n
+    shape.n = n;
+    if (!transformer) return;
+    transformer->n = n;
+    transformer->T = transformer->tokens == Tokens::classic ? 2 * n + 1 : n + 1;
+  }
+  void set_act_clip(double a) {
+    shape.act_clip = a;
+    if (transformer) transformer->act_clip = a;
+  }
+};
+
+ModelShape ref_shape(int d, int n, int layers) {
+  ModelShape s;
+  s.d = d;
+  s.n = n;
+  s.layers = layers;
+  s.heads = 1;
+  s.c = 1.0;
+  return s;
+}
+
+// GD++ per step: P = diag(-gamma I, -eta), Q = diag(I, 0); gamma = 0 is plain GD with rate eta.
+template <class T>
+Weights<T> gdpp_weights(int d, int n, const std::vector<double>& eta, const std::vector<double>& gamma) {
+  const int D = d + 1, K = static_cast<int>(eta.size());
+  Weights<T> w{ref_shape(d, n, K), std::vector<T>(K * D * D, T(0)), std::vector<T>(K * D * D, T(0)), std::nullopt, {}};
+  for (int l = 0; l < K; ++l) {
+    for (int i = 0; i < d; ++i) {
+      w.P[l * D * D + i * D + i] = static_cast<T>(-gamma[l]);
+      w.Q[l * D * D + i * D + i] = T(1);
+    }
+    w.P[l * D * D + D * D - 1] = static_cast<T>(-eta[l]);
+  }
+  return w;
+}
+
+template <class T>
+struct Readouts {   // a model run over a task set: every layer's readout and the final one's input sensitivity
+  int layers = 0, d = 0;
+  std::vector<double> yhat;   // B x layers (readouts)
+  std::vector<double> sens;   // B x d: d yhat_L / d x_query
+  std::vector<double> final() const {
+    std::vector<double> f(yhat.size() / layers);
+    for (size_t t = 0; t < f.size(); ++t) f[t] = yhat[t * layers + layers - 1];
+    return f;
+  }
+};
+
+// Every layer's readout of `model` (L layers) over `set`; with `sens` the query's x-sensitivity, column
+// query_col of the input gradient (N columns), rows 0..d-1.
+template <class T, class M>
+Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop);
+
+template <class T>
+Readouts<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop) {
+  if (w.transformer) {
+    LaneTransformer<T> model(*w.transformer);
+    model.set_weights(w.theta.data());
+    return run<T>(model, w.transformer->layers, w.transformer->T - 1, w.transformer->T, set, sens, stop);
+  }
+  LaneModel<T> model(w.shape);
+  model.set_weights(w.P.data(), w.Q.data());
+  return run<T>(model, w.shape.layers, set.n, set.n + 1, set, sens, stop);
+}
+
+template <class T, class M>
+Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop) {
+  const int V = kLanes<T>;
+  LaneVec<T> yhat(L);
+  Readouts<T> r;
+  r.layers = L;
+  r.d = set.d;
+  r.yhat.resize(static_cast<size_t>(set.B) * L);
+  if (sens) r.sens.resize(static_cast<size_t>(set.B) * set.d);
+  for (int c = 0; c < set.chunks; ++c) {
+    check_stop(stop);   // per chunk of kLanes tasks
+    model.model_forward(set.chunk_Z(c), yhat.data());
+    const int live = std::min(V, set.B - c * V);
+    for (int v = 0; v < live; ++v)
+      for (int l = 0; l < L; ++l) r.yhat[static_cast<size_t>(c * V + v) * L + l] = yhat[l][v];
+    if (sens) {
+      Lane<T> one;
+      for (int v = 0; v < V; ++v) one[v] = T(1);
+      model.model_backward(one);
+      for (int v = 0; v < live; ++v)
+        for (int i = 0; i < set.d; ++i)
+          r.sens[static_cast<size_t>(c * V + v) * set.d + i] = model.input_grad()[i * N + query_col][v];
+    }
+  }
+  return r;
+}
+
+template <class T>
+std::vector<double> labels(const TaskBatch<T>& set) {
+  std::vector<double> y(set.B);
+  for (int t = 0; t < set.B; ++t) y[t] = set.y[t / kLanes<T>][t % kLanes<T>];
+  return y;
+}
+
+struct Alignment {
+  double abs = 0, cos = 0, l2 = 0;
+};
+
+template <class T>
+Alignment align(const Readouts<T>& a, const Readouts<T>& b) {
+  Alignment al;
+  const std::vector<double> ya = a.final(), yb = b.final();
+  const size_t B = ya.size();
+  const int d = a.d;
+  for (size_t t = 0; t < B; ++t) {
+    al.abs += std::fabs(ya[t] - yb[t]) / B;
+    double dot = 0, na = 0, nb = 0, diff = 0;
+    for (int i = 0; i < d; ++i) {
+      const double sa = a.sens[t * d + i], sb = b.sens[t * d + i];
+      dot += sa * sb;
+      na += sa * sa;
+      nb += sb * sb;
+      diff += (sa - sb) * (sa - sb);
+    }
+    al.cos += (na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0) / B;
+    al.l2 += std::sqrt(diff) / B;
+  }
+  return al;
+}
+
+template <class T>
+TaskBatch<T> draw(const TaskLaw& law, uint64_t seed, Draw which, int B) {
+  TaskBatch<T> b;
+  b.resize(B, law.d, law.n);
+  sample_tasks(law, seed, which.stream, which.block, b);
+  return b;
+}
+
+Eigen::MatrixXd sym_sqrt(const Eigen::MatrixXd& S) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(S);
+  return es.eigenvectors() * es.eigenvalues().cwiseMax(0.0).cwiseSqrt().asDiagonal() * es.eigenvectors().transpose();
+}
+
+}  // namespace
+
+double dist_to_identity(const Eigen::MatrixXd& M) {
+  const double norm = M.norm();
+  if (norm == 0.0) return kNaN;
+  return (M - M.trace() / M.rows() * Eigen::MatrixXd::Identity(M.rows(), M.cols())).norm() / norm;
+}
+
+Eigen::MatrixXd layer_product(const Point& p, const std::vector<double>& P, const std::vector<double>& Q, int l) {
+  const int D = p.d + 1;
+  Eigen::MatrixXd M = Eigen::MatrixXd::Zero(p.d, p.d);
+  for (int h = 0; h < p.heads; ++h) {
+    const size_t off = (static_cast<size_t>(l) * p.heads + h) * D * D;
+    for (int i = 0; i < p.d; ++i)
+      for (int k = 0; k < p.d; ++k) M(i, k) += P[off + D * D - 1] * Q[off + i * D + k];
+  }
+  return M;
+}
+
+std::vector<double> v24_scalars(const Point& p, const std::vector<double>& P, const std::vector<double>& Q, int l) {
+  const int D = p.d + 1;
+  std::vector<double> w(4, 0.0);
+  for (int h = 0; h < p.heads; ++h) {
+    const size_t off = (static_cast<size_t>(l) * p.heads + h) * D * D;
+    double px = 0, qx = 0;
+    for (int i = 0; i < p.d; ++i) {
+      px += P[off + i * D + i] / p.d;
+      qx += Q[off + i * D + i] / p.d;
+    }
+    const double py = P[off + D * D - 1], qy = Q[off + D * D - 1];
+    w[0] += px * qx;
+    w[1] += px * qy;
+    w[2] += py * qx;
+    w[3] += py * qy;
+  }
+  return w;
+}
+
+namespace {
+
+// What the tuning sets give: the closed-form baselines' parameters and GD++ for every K = 1..L, tied (one
+// (eta, gamma) for all K steps) and per step, each tuned to a stationary point (gdpp.hpp), in double.
+struct Tuning {
+  Tuned closed_form;
+  std::vector<GdppTuned> gdpp_K, tied_K;
+};
+
+template <class T>
+Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& out, const std::atomic<bool>* stop) {
+  Tuning t;
+  const TaskBatch<T> tune = draw<T>(law, p.seed, draws::tune_closed_form, kTuneTasks);   // in the point's precision
+  t.closed_form = tune_baselines(p, law, task_set(tune, bases, nullptr, stop), bases.Wi.size() > 0, stop);
+  const Tuned& cf = t.closed_form;
+  const TaskBatch<double> tune_model = draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks),
+                          validation = draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks);
+  auto& S = out.series;
+  for (int K = 1; K <= p.layers; ++K) {   // a K-step method is compared with the K-th readout
+    t.tied_K.push_back(tune_gdpp_tied(tune_model, K, cf.gd_eta[K - 1], stop));
+    t.gdpp_K.push_back(tune_gdpp_per_step(tune_model, t.tied_K.back(), K > 1 ? &t.gdpp_K.back() : nullptr,
+                                          cf.gd_eta[K - 1], &validation, stop));
+    S["gdpp_tied_eta"].push_back(t.tied_K.back().eta[0]);
+    S["gdpp_tied_gamma"].push_back(t.tied_K.back().gamma[0]);
+    S["gdpp_tune_grad"].push_back(t.gdpp_K.back().grad_norm);
+    S["gdpp_tied_tune_grad"].push_back(t.tied_K.back().grad_norm);
+  }
+  out.metrics["const_rr_lambda"] = cf.const_rr_lambda;
+  out.metrics["tuned_rr_c"] = cf.tuned_rr_c;
+  out.metrics["tuned_rr_t"] = cf.tuned_rr_t;
+  S["gd_eta"] = cf.gd_eta;
+  S["pgd_eta"] = cf.pgd_eta;
+  S["gdpp_eta"] = t.gdpp_K.back().eta;
+  S["gdpp_gamma"] = t.gdpp_K.back().gamma;
+  return t;
+}
+
+// The trained model and the L-step references run through the same lane model.
+template <class T>
+struct Models {
+  Weights<T> tf, gd, gdpp;
+};
+
+template <class T>
+Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning& t) {
+  const int L = p.layers;
+  Models<T> m{{model_shape(p), {}, {}, std::nullopt, {}},
+              gdpp_weights<T>(p.d, p.n, std::vector<double>(L, t.closed_form.gd_eta[L - 1]), std::vector<double>(L, 0.0)),
+              gdpp_weights<T>(p.d, p.n, t.gdpp_K[L - 1].eta, t.gdpp_K[L - 1].gamma)};
+  if (p.arch == Arch::transformer) {
+    m.tf.transformer = transformer_shape(p);
+    m.tf.theta = theta;
+    return m;
+  }
+  const ParamLayout layout(p);
+  m.tf.P.resize(layout.PQ_size());
+  m.tf.Q.resize(layout.PQ_size());
+  layout.expand(theta.data(), m.tf.P.data(), m.tf.Q.data());
+  return m;
+}
+
+// Fu et al. 2023's per-layer comparison with iterative Newton: the cosine similarity, over the evaluation
+// tasks, of layer l's errors (yhat_l - y) and Newton step k's, for k = 0..K_max (K_max = min(64, max(12, 4L))),
+// L x (K_max + 1) row-major, and the best-matching step of each layer.
+template <class T>
+void newton_similarity(const Readouts<T>& tf, const TaskSet& es, const std::vector<double>& y, Analysis& out, const std::atomic<bool>* stop) {
+  const int L = tf.layers, K_max = std::min(64, std::max(12, 4 * L));
+  const size_t B = y.size();
+  std::vector<std::vector<double>> newton_error(K_max + 1);
+  for (int k = 0; k <= K_max; ++k) {
+    check_stop(stop);
+    newton_error[k] = predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, k); });
+    for (size_t t = 0; t < B; ++t) newton_error[k][t] -= y[t];
+  }
+  auto& S = out.series;
+  for (int l = 0; l < L; ++l) {
+    std::vector<double> e(B);
+    for (size_t t = 0; t < B; ++t) e[t] = tf.yhat[t * L + l] - y[t];
+    int best = 0;
+    double best_cos = -2.0;
+    for (int k = 0; k <= K_max; ++k) {
+      const Eigen::Map<const Eigen::VectorXd> a(e.data(), B), b(newton_error[k].data(), B);
+      const double cos = a.dot(b) / std::max(a.norm() * b.norm(), 1e-300);
+      S["newton_similarity"].push_back(cos);
+      if (cos > best_cos) {
+        best_cos = cos;
+        best = k;
+      }
+    }
+    S["newton_best_step"].push_back(best);
+  }
+}
+
+// The headline numbers on the point's evaluation set: every method's loss, [V24]'s adjusted losses with
+// their paired standard errors, the per-K losses of the references, and the alignment of TF with GD, GD++.
+template <class T>
+void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set,
+                    const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
+  const int L = p.layers, d = p.d;
+  const Tuned& cf = t.closed_form;
+  auto& M = out.metrics;
+  const Readouts<T> run_tf = run_model(m.tf, eval_set, true, stop), run_gd = run_model(m.gd, eval_set, true, stop),
+               run_gdpp = run_model(m.gdpp, eval_set, true, stop),
+               run_gdpp_tied = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, true, stop);
+  const std::vector<double> y = labels(eval_set);
+  const TaskSet es = task_set(eval_set, bases, pool, stop);
+  const Losses base = baseline_losses(p, es, cf, true);
+  std::map<std::string, std::vector<double>> yhat = base.yhat;
+  yhat["tf"] = run_tf.final();
+  yhat["gdpp"] = run_gdpp.final();
+  yhat["gdpp_tied"] = run_gdpp_tied.final();
+  if (p.act_clip > 0) {   // the same weights without the clip: what act_clip does to the numbers
+    Weights<T> off = m.tf;
+    off.set_act_clip(0.0);
+    yhat["tf_unclipped"] = run_model(off, eval_set, false, stop).final();
+    M["se_clip_effect"] = paired_se(yhat["tf_unclipped"], yhat["tf"], y);
+  }
+  for (const auto& [name, v] : yhat) M["loss_" + name] = base.loss.count(name) ? base.loss.at(name) : mse(v, y);
+  for (const auto& [name, v] : yhat)
+    if (name != "oracle_ridge") {
+      M["adjusted_" + name] = M["loss_" + name] - M["loss_oracle_ridge"];
+      M["se_adjusted_" + name] = paired_se(v, yhat["oracle_ridge"], y);
+    }
+  M["se_loss_tf"] = paired_se(yhat["tf"], {}, y);
+
+  auto& S = out.series;
+  for (int K = 1; K <= L; ++K) {
+    check_stop(stop);
+    S["layer_loss_gd"].push_back(
+        mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y));
+    S["layer_loss_pgd"].push_back(
+        mse(predict_all(es.input, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.pgd_eta[K - 1], K); }), y));
+    auto gdpp_loss_K = [&](const GdppTuned& g) {
+      return mse(run_model(gdpp_weights<T>(d, p.n, g.eta, g.gamma), eval_set, false, stop).final(), y);
+    };
+    S["layer_loss_gdpp"].push_back(K == L ? M["loss_gdpp"] : gdpp_loss_K(t.gdpp_K[K - 1]));
+    S["layer_loss_gdpp_tied"].push_back(K == L ? M["loss_gdpp_tied"] : gdpp_loss_K(t.tied_K[K - 1]));
+    S["layer_loss_newton"].push_back(
+        mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, K); }), y));
+  }
+
+  newton_similarity(run_tf, es, y, out, stop);
+
+  for (const auto& [ref, run] : {std::pair<const char*, const Readouts<T>*>{"gd", &run_gd}, {"gdpp", &run_gdpp},
+                                 {"gdpp_tied", &run_gdpp_tied}}) {
+    const Alignment a = align(run_tf, *run);
+    M[std::string("align_") + ref + "_abs"] = a.abs;
+    M[std::string("align_") + ref + "_cos"] = a.cos;
+    M[std::string("align_") + ref + "_l2"] = a.l2;
+  }
+}
+
+// Finite task diversity: every method on pool tasks (fresh inputs and noise, w from the training pool),
+// the in-distribution counterpart of the evaluation set's fresh tasks (Raventos et al.'s two test sets).
+template <class T>
+void pool_tasks(const Point& p, const TaskLaw& pool, const Bases& bases, const Tuning& t, const Models<T>& m,
+                Analysis& out, const std::atomic<bool>* stop) {
+  const TaskBatch<T> set = draw<T>(pool, p.seed, draws::pool_eval_set, p.eval_tasks);
+  const std::vector<double> y = labels(set);
+  const Losses base = baseline_losses(p, task_set(set, bases, &pool, stop), t.closed_form, true);
+  auto& M = out.metrics;
+  for (const auto& [name, v] : base.loss) M["pool_loss_" + name] = v;
+  const std::vector<double> tf = run_model(m.tf, set, false, stop).final();
+  M["pool_loss_tf"] = mse(tf, y);
+  M["pool_loss_gdpp"] = mse(run_model(m.gdpp, set, false, stop).final(), y);
+  M["se_pool_loss_tf"] = paired_se(tf, {}, y);
+  M["se_pool_tf_minus_dmmse"] = paired_se(tf, base.yhat.at("dmmse"), y);
+}
+
+// Losses per noise level, inside and outside the training range.
+template <class T>
+void noise_levels(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
+                  Analysis& out, const std::atomic<bool>* stop) {
+  auto& S = out.series;
+  std::vector<double> levels;
+  const double top = law.noise == NoiseKind::none ? 1.0 : *std::max_element(law.noise_sigma.begin(), law.noise_sigma.end());
+  for (double f : {0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0}) levels.push_back(f * std::max(top, 1e-12));
+  S["noise_sigma"] = levels;
+  for (size_t k = 0; k < levels.size(); ++k) {
+    TaskLaw lk = law;
+    lk.noise = NoiseKind::fixed;
+    lk.noise_sigma = {levels[k]};
+    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::noise_level(k), kNoiseTasks);
+    const std::vector<double> yk = labels(set);
+    const Losses lb = baseline_losses(p, task_set(set, bases, nullptr, stop), t.closed_form, false);
+    auto push = [&](const std::string& name, double v) {
+      auto& s = S["noise_loss_" + name];
+      s.resize(levels.size(), kNaN);
+      s[k] = v;
+    };
+    push("tf", mse(run_model(m.tf, set, false, stop).final(), yk));
+    push("gdpp", mse(run_model(m.gdpp, set, false, stop).final(), yk));
+    for (const auto& [name, v] : lb.loss) push(name, v);
+  }
+}
+
+// The trained model and the references applied to contexts of length n_k (c = 1/n_k under norm = 1/n).
+template <class T>
+Models<T> at_length(const Point& p, const Models<T>& m, int n_k) {
+  Models<T> mk = m;
+  for (Weights<T>* w : {&mk.tf, &mk.gd, &mk.gdpp}) w->set_context(n_k);
+  if (!mk.tf.transformer) mk.tf.shape.c = attention_c(p, n_k);
+  return mk;
+}
+
+// Out of distribution: input scale alpha, and context length M != n (c = 1/M under norm = 1/n).
+template <class T>
+void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m, Analysis& out, const std::atomic<bool>* stop) {
+  auto& S = out.series;
+  const std::vector<double> alphas = {0.25, 0.5, 1.0, 2.0, 4.0};
+  S["ood_alpha"] = alphas;
+  for (size_t k = 0; k < alphas.size(); ++k) {
+    TaskLaw lk = law;
+    lk.x_scale = alphas[k];
+    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_alpha(k), kOodTasks);
+    const std::vector<double> yk = labels(set);
+    S["ood_alpha_loss_tf"].push_back(mse(run_model(m.tf, set, false, stop).final(), yk));
+    S["ood_alpha_loss_gd"].push_back(mse(run_model(m.gd, set, false, stop).final(), yk));
+    S["ood_alpha_loss_gdpp"].push_back(mse(run_model(m.gdpp, set, false, stop).final(), yk));
+  }
+  const std::vector<double> lengths = {std::max(1.0, std::floor(p.n / 2.0)), double(p.n), 2.0 * p.n};
+  S["ood_context"] = lengths;
+  for (size_t k = 0; k < lengths.size(); ++k) {
+    TaskLaw lk = law;
+    lk.n = static_cast<int>(lengths[k]);
+    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_context(k), kOodTasks);
+    const std::vector<double> yk = labels(set);
+    const Models<T> mk = at_length(p, m, lk.n);
+    S["ood_context_loss_tf"].push_back(mse(run_model(mk.tf, set, false, stop).final(), yk));
+    S["ood_context_loss_gd"].push_back(mse(run_model(mk.gd, set, false, stop).final(), yk));
+    S["ood_context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), yk));
+  }
+}
+
+// Loss against context length (context_curve = n_test; Garg et al. 2022's curves): every method on
+// AnalysisSets::context fresh tasks of each length 1..n_test, the trained weights and the tuned baselines as
+// they are (nothing retuned per length; the ridge family and Bayes need no tuning, dMMSE with a pool).
+template <class T>
+void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
+                   const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
+  auto& S = out.series;
+  for (int k = 1; k <= p.context_curve; ++k) {
+    check_stop(stop);   // per context length: its set, the model runs and the baselines' task set
+    TaskLaw lk = law;
+    lk.n = k;
+    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::context_length(k), AnalysisSets::context);
+    const std::vector<double> y = labels(set);
+    Point pk = p;
+    pk.n = k;
+    const Models<T> mk = at_length(p, m, k);
+    const std::vector<double> tf = run_model(mk.tf, set, false, stop).final();
+    S["context_length"].push_back(k);
+    S["context_loss_tf"].push_back(mse(tf, y));
+    S["se_context_loss_tf"].push_back(paired_se(tf, {}, y));
+    S["context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), y));
+    const Losses base = baseline_losses(pk, task_set(set, bases, pool, stop), t.closed_form, true);
+    for (const auto& [name, v] : base.loss) {
+      auto& s = S["context_loss_" + name];
+      s.resize(k - 1, kNaN);   // AdaRR and TunedRR start at n > d
+      s.push_back(v);
+    }
+  }
+}
+
+// [VO23]'s roll-out (Fig. 10, Fig. 1 right; constructed_token_setup.ipynb cell 10): the trained recurrent
+// layer applied `rollout` times, each application damped by rollout_damping and updating only the label
+// channel (its code's dampening and y_update), against as many GD steps at rollout_damping x the tuned
+// 1-step rate, every layer's readout on the evaluation set.  Both are weight surgery on a deeper tied
+// model: the attention's output map keeps only its label row (lsa: P's last row; transformer: W_O's last
+// column and b_O's last entry), times the damping.
+template <class T>
+void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set, Analysis& out,
+             const std::atomic<bool>* stop) {
+  const int K = p.rollout, D = p.d + 1;
+  const double damp = p.rollout_damping;
+  Weights<T> tf = m.tf;
+  if (tf.transformer) {
+    const TransformerLayout layout(*tf.transformer);
+    const LayerOffsets& o = layout.layer(0);
+    const int E = tf.transformer->E, HK = tf.transformer->heads * tf.transformer->key;
+    for (int r = 0; r < HK; ++r)
+      for (int c = 0; c < E; ++c) tf.theta[o.Wo + r * E + c] *= c == E - 1 ? damp : 0.0;
+    if (o.bo >= 0)
+      for (int c = 0; c < E; ++c) tf.theta[o.bo + c] *= c == E - 1 ? damp : 0.0;
+    tf.transformer->layers = K;
+  } else {
+    const size_t block = static_cast<size_t>(p.heads) * D * D;
+    std::vector<T> P(block * K), Q(block * K);
+    for (int l = 0; l < K; ++l)
+      for (size_t x = 0; x < block; ++x) {
+        const bool label_row = (x % (D * D)) / D == static_cast<size_t>(D - 1);
+        P[l * block + x] = label_row ? static_cast<T>(damp * tf.P[x]) : T(0);
+        Q[l * block + x] = tf.Q[x];
+      }
+    tf.P = std::move(P);
+    tf.Q = std::move(Q);
+  }
+  tf.shape.layers = K;
+  const std::vector<double> y = labels(eval_set);
+  const Readouts<T> r_tf = run_model(tf, eval_set, false, stop),
+                     r_gd = run_model(gdpp_weights<T>(p.d, p.n, std::vector<double>(K, damp * t.closed_form.gd_eta[0]),
+                                                      std::vector<double>(K, 0.0)),
+                                      eval_set, false, stop);
+  auto& S = out.series;
+  for (int l = 0; l < K; ++l) {
+    std::vector<double> a(y.size()), b(y.size());
+    for (size_t i = 0; i < y.size(); ++i) {
+      a[i] = r_tf.yhat[i * K + l];
+      b[i] = r_gd.yhat[i * K + l];
+    }
+    S["rollout_loss_tf"].push_back(mse(a, y));
+    S["rollout_loss_gd"].push_back(mse(b, y));
+  }
+}
+
+// Learned preconditioners ([A23]) and the [V24] scalars, per layer, from the expanded weights.
+void learned_weights(const Point& p, const TaskLaw& law, const Trained& trained, Analysis& out) {
+  const int d = p.d, D = d + 1;
+  auto& S = out.series;
+  for (int i = 0; i < d; ++i)
+    for (int k = 0; k < d; ++k) S["sigma"].push_back(law.Sigma(i, k));   // the input covariance, row-major
+  const Eigen::MatrixXd Sigma_half = sym_sqrt(law.Sigma);
+  for (int l = 0; l < p.layers; ++l) {
+    const Eigen::MatrixXd A = layer_product(p, trained.P, trained.Q, l), W = Sigma_half * A * Sigma_half;
+    for (int i = 0; i < d; ++i)
+      for (int k = 0; k < d; ++k) {
+        S["precond_product"].push_back(A(i, k));
+        S["precond_whitened"].push_back(W(i, k));
+      }
+    S["precond_dist"].push_back(dist_to_identity(A));
+    S["precond_dist_whitened"].push_back(dist_to_identity(W));
+    S["precond_a"].push_back(-W.trace() / d);
+    if (p.param == Param::sparse_ab) {
+      Eigen::MatrixXd B = Eigen::MatrixXd::Zero(d, d);
+      for (int h = 0; h < p.heads; ++h)
+        for (int i = 0; i < d; ++i)
+          for (int k = 0; k < d; ++k) B(i, k) += trained.P[(static_cast<size_t>(l) * p.heads + h) * D * D + i * D + k];
+      S["precond_b_dist"].push_back(dist_to_identity(B));
+      S["precond_b"].push_back(B.trace() / d);
+    }
+    const std::vector<double> w = v24_scalars(p, trained.P, trained.Q, l);
+    S["v24_w_xx"].push_back(w[0]);
+    S["v24_w_xy"].push_back(w[1]);
+    S["v24_w_yx"].push_back(w[2]);
+    S["v24_w_yy"].push_back(w[3]);
+  }
+}
+
+template <class T>
+Analysis analyse_typed(const Point& p, const Trained& trained, const std::atomic<bool>* stop) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Analysis out;
+  check_stop(stop);   // and between every method below, and inside each between tasks or chunks of them
+  const TaskLaw law = make_task_law(p);
+  const Bases bases = make_bases(law);
+  const Tuning t = tune<T>(p, law, bases, out, stop);
+  const Models<T> m = models<T>(p, trained.theta, t);
+  check_stop(stop);
+  const EvalDraw e = eval_draw(p);
+  const TaskBatch<T> eval_set = draw<T>(law, e.seed, e.which, p.eval_tasks);   // training's set
+  const TaskLaw pool = pool_law(p);   // w from the training pool (task_pool > 0), else the fresh law
+  check_stop(stop);
+  evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);
+  check_stop(stop);
+  if (p.task_pool > 0) pool_tasks(p, pool, bases, t, m, out, stop);
+  check_stop(stop);
+  if (p.rollout > 0) rollout(p, t, m, eval_set, out, stop);
+  check_stop(stop);
+  if (p.context_curve > 0) context_curve(p, law, bases, t, m, p.task_pool > 0 ? &pool : nullptr, out, stop);
+  check_stop(stop);
+  noise_levels(p, law, bases, t, m, out, stop);
+  check_stop(stop);
+  out_of_distribution(p, law, m, out, stop);
+  check_stop(stop);
+  if (p.arch == Arch::lsa) learned_weights(p, law, trained, out);
+  out.metrics["analysis_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+}  // namespace
+
+Analysis analyse(const Point& p, const Trained& trained, const std::atomic<bool>* stop) {
+  return p.precision == Precision::f32 ? analyse_typed<float>(p, trained, stop) : analyse_typed<double>(p, trained, stop);
+}
+
+}  // namespace icl

@@ -1,0 +1,146 @@
+// Derivations in baselines.hpp.  Eigenvalues below kRankTol * max(s) count as zero (pseudo-inverse).
+#include "icl/analysis/baselines.hpp"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+namespace icl {
+namespace {
+constexpr double kRankTol = 1e-10;
+}
+
+TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(X * X.transpose());
+  TaskSpectrum t;
+  t.s = es.eigenvalues().cwiseMax(0.0);
+  t.b = es.eigenvectors().transpose() * (X * y);
+  t.z = es.eigenvectors().transpose() * xq;
+  t.yy = y.squaredNorm();
+  t.n = static_cast<int>(y.size());
+  return t;
+}
+
+double predict_ridge(const TaskSpectrum& t, double lambda) {
+  double yhat = 0.0;
+  for (int i = 0; i < t.s.size(); ++i) yhat += t.z(i) * t.b(i) / (t.s(i) + lambda);
+  return yhat;
+}
+
+double predict_ols(const TaskSpectrum& t) {
+  const double tol = kRankTol * std::max(t.s.maxCoeff(), 1e-300);
+  double yhat = 0.0;
+  for (int i = 0; i < t.s.size(); ++i)
+    if (t.s(i) > tol) yhat += t.z(i) * t.b(i) / t.s(i);
+  return yhat;
+}
+
+// x^K by repeated squaring (K >= 0): the tuning loops call this millions of times.
+double int_pow(double x, int K) {
+  double r = 1.0;
+  for (; K > 0; K >>= 1, x *= x)
+    if (K & 1) r *= x;
+  return r;
+}
+
+double predict_gd(const TaskSpectrum& t, double eta, int K) {
+  double yhat = 0.0;
+  for (int i = 0; i < t.s.size(); ++i) {
+    const double s = t.s(i);
+    // (1 - (1 - eta s)^K) / s, and K eta as s -> 0
+    const double f = s > 1e-12 ? (1.0 - int_pow(1.0 - eta * s, K)) / s : K * eta;
+    yhat += t.z(i) * t.b(i) * f;
+  }
+  return yhat;
+}
+
+double newton_alpha(const TaskSpectrum& t) {
+  return 1 / t.s.array().square().matrix().norm();   // 1 / |S S^T|_F = 1 / sqrt(sum_i s_i^4)
+}
+
+double predict_newton(const TaskSpectrum& t, int K) {
+  const double s_max = t.s.maxCoeff();
+  if (!(s_max > 0)) return 0.0;
+  const double alpha = newton_alpha(t);
+  double yhat = 0.0;
+  for (int i = 0; i < t.s.size(); ++i) {
+    const double s = t.s(i);
+    if (s <= kRankTol * s_max) continue;   // the null space, exactly 0 in exact arithmetic (round-off grows it)
+    double m = alpha * s;
+    for (int k = 0; k < K; ++k) m = 2 * m - s * m * m;
+    yhat += t.z(i) * t.b(i) * m;
+  }
+  return yhat;
+}
+
+double noise_estimate(const TaskSpectrum& t) {
+  double fit = 0.0;   // |P_X y|^2 = sum_i b_i^2 / s_i
+  const double tol = kRankTol * std::max(t.s.maxCoeff(), 1e-300);
+  int rank = 0;
+  for (int i = 0; i < t.s.size(); ++i)
+    if (t.s(i) > tol) {
+      fit += t.b(i) * t.b(i) / t.s(i);
+      ++rank;
+    }
+  return std::max(t.yy - fit, 0.0) / std::max(t.n - rank, 1);
+}
+
+double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, const std::vector<double>& weight) {
+  const int d = static_cast<int>(t.s.size());
+  std::vector<double> logp(sigma.size());
+  double best = -std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < sigma.size(); ++k) {
+    const double v = sigma[k] * sigma[k];
+    double logdet = (t.n - d) * std::log(v), quad = t.yy, prod = 1.0;
+    for (int i = 0; i < d; ++i) {
+      prod *= v + t.s(i);   // one log per 8 factors instead of one per factor
+      if (i % 8 == 7 || i == d - 1) {
+        logdet += std::log(prod);
+        prod = 1.0;
+      }
+      quad -= t.b(i) * t.b(i) / (t.s(i) + v);
+    }
+    logp[k] = std::log(weight[k]) - 0.5 * (logdet + std::max(quad, 0.0) / v);
+    best = std::max(best, logp[k]);
+  }
+  double norm = 0.0, yhat = 0.0;
+  for (size_t k = 0; k < sigma.size(); ++k) {
+    const double p = std::exp(logp[k] - best);
+    norm += p;
+    yhat += p * predict_ridge(t, sigma[k] * sigma[k]);
+  }
+  return yhat / norm;
+}
+
+double predict_dmmse(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq,
+                     const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight) {
+  const Eigen::VectorXd rss = ((pool.transpose() * X).rowwise() - y.transpose()).rowwise().squaredNorm();   // M
+  const Eigen::VectorXd pred = pool.transpose() * xq;                                                     // M
+  const double n = static_cast<double>(y.size());
+  Eigen::MatrixXd logp(rss.size(), sigma.size());
+  for (size_t k = 0; k < sigma.size(); ++k)
+    logp.col(k) = (std::log(weight[k]) - n * std::log(sigma[k])) - rss.array() / (2 * sigma[k] * sigma[k]);
+  const Eigen::MatrixXd p = (logp.array() - logp.maxCoeff()).exp();
+  return (p.transpose() * pred).sum() / p.sum();
+}
+
+double minimise_log(const std::function<double(double)>& f, double lo, double hi, int grid) {
+  const double a = std::log(lo), b = std::log(hi);
+  int best = 0;
+  double fbest = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < grid; ++i) {
+    const double v = f(std::exp(a + (b - a) * i / (grid - 1)));
+    if (v < fbest) { fbest = v; best = i; }
+  }
+  double l = a + (b - a) * std::max(best - 1, 0) / (grid - 1), r = a + (b - a) * std::min(best + 1, grid - 1) / (grid - 1);
+  const double g = 0.5 * (std::sqrt(5.0) - 1.0);
+  double x1 = r - g * (r - l), x2 = l + g * (r - l), f1 = f(std::exp(x1)), f2 = f(std::exp(x2));
+  for (int it = 0; it < 24; ++it) {
+    if (f1 < f2) { r = x2; x2 = x1; f2 = f1; x1 = r - g * (r - l); f1 = f(std::exp(x1)); }
+    else { l = x1; x1 = x2; f1 = f2; x2 = l + g * (r - l); f2 = f(std::exp(x2)); }
+  }
+  const double x = f1 < f2 ? x1 : x2;
+  return f(std::exp(x)) <= fbest ? std::exp(x) : std::exp(a + (b - a) * best / (grid - 1));
+}
+
+}  // namespace icl

@@ -1,0 +1,228 @@
+// GD++ tuning (gdpp.hpp).  The loss is the gdpp transformer's (Objective, exact gradient) with
+// theta_l = (p_x, p_y, q_x) = (-gamma_l, -eta_l, 1): w_xx = p_x q_x = -gamma_l, w_yx = p_y q_x = -eta_l, so
+//   d loss / d eta_l = -d loss / d p_y,   d loss / d gamma_l = -d loss / d p_x.
+// Minimisation: BFGS on z = (eta, gamma) / eta_gd (both act as rates on sums over the context, so one
+// unit serves both), backtracking line search with the Armijo condition f(z + t u) <= f + 1e-4 t g.u,
+// the inverse-Hessian estimate rescaled by s.y / y.y after the first step and reset to I when it stops
+// giving a descent direction.  Stops when |g_z| / f <= kGdppTolerance (g_z = eta_gd g), when no step
+// of the line search decreases f (the loss is then flat to double precision), or after kMaxIterations.
+#include "icl/analysis/gdpp.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "icl/base/cancel.hpp"
+#include "icl/train/objective.hpp"
+
+namespace icl {
+namespace {
+
+constexpr int kMaxIterations = 300;
+
+// K steps of GD++ are the K-layer gdpp transformer with one head and c = 1 (gdpp.hpp).
+ModelShape gdpp_shape(const TaskBatch<double>& set, int K) {
+  ModelShape s;
+  s.d = set.d;
+  s.n = set.n;
+  s.layers = K;
+  s.heads = 1;
+  s.attention = Attention::linear;
+  s.c = 1.0;
+  s.act_clip = 0.0;
+  return s;
+}
+
+// The loss as a function of x = (eta_b, gamma_b) per block b (K blocks, or 1 when tied).
+class GdppLoss {
+ public:
+  GdppLoss(const TaskBatch<double>& set, int K, bool tied, const std::atomic<bool>* stop = nullptr)
+      : set_(set), stop_(stop), blocks_(tied ? 1 : K), obj_(gdpp_shape(set, K), Param::gdpp, tied), theta_(3 * blocks_) {}
+  int size() const { return 2 * blocks_; }
+  // One pass over the set; the stop flag is polled before each (cancel.hpp).
+  double operator()(const std::vector<double>& x, std::vector<double>* grad) {
+    check_stop(stop_);
+    for (int b = 0; b < blocks_; ++b) {
+      theta_[3 * b + 0] = -x[2 * b + 1];
+      theta_[3 * b + 1] = -x[2 * b + 0];
+      theta_[3 * b + 2] = 1.0;
+    }
+    const double f = obj_.loss_grad(set_, theta_, grad ? &g_ : nullptr);
+    if (grad) {
+      grad->resize(2 * blocks_);
+      for (int b = 0; b < blocks_; ++b) {
+        (*grad)[2 * b + 0] = -g_[3 * b + 1];
+        (*grad)[2 * b + 1] = -g_[3 * b + 0];
+      }
+    }
+    return std::isfinite(f) ? f : std::numeric_limits<double>::infinity();
+  }
+
+ private:
+  const TaskBatch<double>& set_;
+  const std::atomic<bool>* stop_;
+  int blocks_;
+  Objective<double> obj_;
+  std::vector<double> theta_, g_;
+};
+
+double dot(const std::vector<double>& a, const std::vector<double>& b) {
+  double s = 0;
+  for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
+  return s;
+}
+
+// BFGS from x0 (original units); `frozen` coordinates keep their value (zero gradient by construction).
+GdppTuned bfgs(GdppLoss& loss, std::vector<double> x, double unit, const std::vector<bool>& frozen) {
+  const int m = loss.size();
+  auto f_of = [&](const std::vector<double>& z, std::vector<double>* gz) {
+    std::vector<double> xx(m);
+    for (int i = 0; i < m; ++i) xx[i] = z[i] * unit;
+    const double f = loss(xx, gz);
+    if (gz)
+      for (int i = 0; i < m; ++i) (*gz)[i] = frozen[i] ? 0.0 : (*gz)[i] * unit;
+    return f;
+  };
+  std::vector<double> z(m), g, gn, zn(m), s(m), y(m), u(m);
+  for (int i = 0; i < m; ++i) z[i] = x[i] / unit;
+  double f = f_of(z, &g);
+  std::vector<double> H(static_cast<size_t>(m) * m, 0.0);   // inverse-Hessian estimate, m x m row-major
+  auto reset = [&] {
+    std::fill(H.begin(), H.end(), 0.0);
+    for (int i = 0; i < m; ++i) H[i * m + i] = 1.0;
+  };
+  reset();
+  bool scaled = false;
+  GdppTuned r;
+  for (r.iterations = 0; r.iterations < kMaxIterations; ++r.iterations) {
+    if (std::sqrt(dot(g, g)) <= kGdppTolerance * f) break;
+    for (int i = 0; i < m; ++i) {
+      u[i] = 0;
+      for (int k = 0; k < m; ++k) u[i] -= H[i * m + k] * g[k];
+    }
+    double slope = dot(g, u);
+    if (!(slope < 0)) {
+      reset();
+      for (int i = 0; i < m; ++i) u[i] = -g[i];
+      slope = -dot(g, g);
+    }
+    double t = 1.0, fn = 0.0;
+    bool accepted = false;
+    for (int k = 0; k < 80 && !accepted; ++k, t *= 0.5) {
+      for (int i = 0; i < m; ++i) zn[i] = z[i] + t * u[i];
+      fn = f_of(zn, nullptr);
+      accepted = fn <= f + 1e-4 * t * slope;
+    }
+    if (!accepted || !(fn < f)) break;   // no descent left at double precision
+    f_of(zn, &gn);
+    for (int i = 0; i < m; ++i) {
+      s[i] = zn[i] - z[i];
+      y[i] = gn[i] - g[i];
+    }
+    const double sy = dot(s, y);
+    if (sy > 1e-14 * std::sqrt(dot(s, s) * dot(y, y))) {
+      if (!scaled) {   // first curvature pair: scale the identity to the observed curvature
+        for (int i = 0; i < m; ++i) H[i * m + i] = sy / dot(y, y);
+        scaled = true;
+      }
+      std::vector<double> Hy(m, 0.0);
+      for (int i = 0; i < m; ++i)
+        for (int k = 0; k < m; ++k) Hy[i] += H[i * m + k] * y[k];
+      const double yHy = dot(y, Hy), rho = 1.0 / sy;
+      for (int i = 0; i < m; ++i)   // H += (1 + rho yHy) rho s s^T - rho (Hy s^T + s Hy^T)
+        for (int k = 0; k < m; ++k)
+          H[i * m + k] += (1.0 + rho * yHy) * rho * s[i] * s[k] - rho * (Hy[i] * s[k] + s[i] * Hy[k]);
+    }
+    z = zn;
+    g = gn;
+    f = fn;
+  }
+  r.loss = f;
+  r.grad_norm = std::sqrt(dot(g, g)) / f;
+  r.converged = r.grad_norm <= kGdppTolerance;
+  r.eta.clear();
+  r.gamma.clear();
+  for (int b = 0; b < m / 2; ++b) {
+    r.eta.push_back(z[2 * b] * unit);
+    r.gamma.push_back(z[2 * b + 1] * unit);
+  }
+  return r;
+}
+
+}  // namespace
+
+double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, const std::vector<double>& gamma,
+                 std::vector<double>* grad) {
+  const int K = static_cast<int>(eta.size());
+  GdppLoss loss(set, K, false);
+  std::vector<double> x(2 * K);
+  for (int l = 0; l < K; ++l) {
+    x[2 * l] = eta[l];
+    x[2 * l + 1] = gamma[l];
+  }
+  return loss(x, grad);
+}
+
+GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd, const std::atomic<bool>* stop) {
+  const double unit = std::max(eta_gd, 1e-12);
+  GdppLoss loss(tune, K, true, stop);
+  std::vector<double> best = {eta_gd, 0.0};
+  double best_f = loss(best, nullptr);
+  if (K > 1)   // a coarse grid guards against starting in the wrong basin
+    for (int i = 0; i < 9; ++i)
+      for (int j = 0; j < 9; ++j) {
+        const std::vector<double> x = {unit * (0.25 + 0.25 * i), unit * (-0.5 + 0.25 * j)};
+        const double f = loss(x, nullptr);
+        if (f < best_f) {
+          best_f = f;
+          best = x;
+        }
+      }
+  GdppTuned r = bfgs(loss, best, unit, {false, K == 1});
+  r.eta.assign(K, r.eta[0]);
+  r.gamma.assign(K, r.gamma[0]);
+  return r;
+}
+
+GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tied, const GdppTuned* shorter,
+                             double eta_gd, const TaskBatch<double>* validation, const std::atomic<bool>* stop) {
+  const int K = static_cast<int>(tied.eta.size());
+  const double unit = std::max(eta_gd, 1e-12);
+  GdppLoss loss(tune, K, false, stop);
+  std::vector<bool> frozen(2 * K, false);
+  frozen[2 * K - 1] = true;   // the last step's gamma does not act
+  std::vector<std::vector<double>> starts;
+  std::vector<double> x(2 * K);
+  for (int l = 0; l < K; ++l) {   // the tied optimum
+    x[2 * l] = tied.eta[l];
+    x[2 * l + 1] = l + 1 < K ? tied.gamma[l] : 0.0;
+  }
+  starts.push_back(x);
+  if (shorter) {   // continuation: the (K-1)-step optimum, then one more step at the tied rate
+    for (int l = 0; l + 1 < K; ++l) {
+      x[2 * l] = shorter->eta[l];
+      x[2 * l + 1] = shorter->gamma[l];
+    }
+    x[2 * K - 2] = tied.eta[0];
+    x[2 * K - 1] = 0.0;
+    starts.push_back(x);
+  }
+  GdppTuned best;
+  double best_score = std::numeric_limits<double>::infinity();
+  for (const auto& x0 : starts) {
+    GdppTuned r = bfgs(loss, x0, unit, frozen);
+    const double score = validation ? gdpp_loss(*validation, r.eta, r.gamma) : r.loss;
+    if (score < best_score) {
+      best_score = score;
+      best = r;
+    }
+  }
+  if (validation) {   // never worse than tied GD++ on the validation set
+    GdppTuned t = tied;
+    t.gamma[K - 1] = 0.0;
+    if (gdpp_loss(*validation, t.eta, t.gamma) < best_score) best = t;
+  }
+  return best;
+}
+
+}  // namespace icl

@@ -1,0 +1,310 @@
+// Task sampling (docs/science.md section 1).
+//  Per task t the key k_t = rng_key(seed, stream, block, t) gives m = d + (n+1) d + n normals from
+//  mp = ceil(m/2) Box-Muller pairs (pair q: cosine = normal q, sine = normal mp + q; see box_muller_lanes):
+//    normals 0..d-1          -> g_w,  w = w_half g_w             (w ~ N(0, I) or N(0, Sigma^-1))
+//    normals d..d+(n+1)d-1   -> g_x,  x_i = Sigma_half g_x,i      (gaussian; sphere: g/|g|)
+//    next n normals          -> eps,  y_i = <w, x_i> + sigma eps_i (context only; the query is noiseless)
+//  and uniforms 2mp (sigma), 2mp+1.. (uniform inputs) of k_t.  Gamma radii use the keys
+//  rng_key(k_t, kGammaNormals..) of their own (rng.hpp), by rejection (Marsaglia-Tsang).  A pool replaces w by
+//  pool column floor(M u), u from rng_key(k_t, kPoolIndex); a set of P contexts replaces k_t by the key of
+//  context floor(P u), u from rng_key(k_t, kContextIndex) (data.hpp has the exact contract).
+#include "icl/data/data.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "icl/base/check.hpp"
+
+namespace icl {
+
+Eigen::MatrixXd haar_rotation(int d, uint64_t key) {
+  Eigen::MatrixXd G(d, d);
+  std::vector<double> z(static_cast<size_t>(d) * d);
+  rng_normals(key, 0, d * d, z.data());
+  for (int i = 0; i < d; ++i)
+    for (int j = 0; j < d; ++j) G(i, j) = z[static_cast<size_t>(i) * d + j];
+  Eigen::HouseholderQR<Eigen::MatrixXd> qr(G);
+  Eigen::MatrixXd Q = qr.householderQ();
+  const Eigen::MatrixXd R = qr.matrixQR().triangularView<Eigen::Upper>();
+  for (int j = 0; j < d; ++j)
+    if (R(j, j) < 0) Q.col(j) *= -1.0;
+  return Q;
+}
+
+namespace {
+
+// Gamma(k, scale) by Marsaglia-Tsang; k < 1 via Gamma(k+1) U^(1/k).
+double gamma_draw(uint64_t key, double k, double scale) {
+  const uint64_t kn = rng_key(key, kGammaNormals), ku = rng_key(key, kGammaUniforms);
+  uint64_t in = 0, iu = 0;
+  double boost = 1.0;
+  if (k < 1.0) {
+    boost = std::pow(rng_uniform(ku, iu++), 1.0 / k);
+    k += 1.0;
+  }
+  const double dd = k - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * dd);
+  for (;;) {
+    const double z = rng_normal(kn, in++);
+    double v = 1.0 + c * z;
+    if (v <= 0.0) continue;
+    v = v * v * v;
+    const double u = rng_uniform(ku, iu++);
+    if (std::log(u) < 0.5 * z * z + dd - dd * v + dd * std::log(v)) return scale * dd * v * boost;
+  }
+}
+
+// Scale of [A24]'s radial law G ~ Gamma(k, sqrt(10/k)) (linear_transformer.py, generate_data: numpy's
+// gamma(shape = k, scale = (10/k)^0.5)), so E[G] = k sqrt(10/k) = sqrt(10 k): 1 at the paper's k = 0.1.
+double gamma_scale(double k) { return std::sqrt(10.0 / k); }
+
+// Index floor(count u) of the uniform u = rng_uniform(key, 0), kept below count.
+int64_t uniform_index(uint64_t key, int64_t count) {
+  return std::min(count - 1, static_cast<int64_t>(rng_uniform(key, 0) * static_cast<double>(count)));
+}
+
+}  // namespace
+
+double typical_input_scale(XDist x_dist, double x_param, int d) {
+  switch (x_dist) {
+    case XDist::gaussian: return 1.0;
+    case XDist::uniform: return x_param / std::sqrt(3.0);
+    case XDist::sphere: return 1.0 / std::sqrt(static_cast<double>(d));
+    case XDist::gamma: {
+      const double k = x_param;
+      const double median = k >= 1.0 ? gamma_scale(k) * (k - 1.0 / 3.0) : gamma_scale(k) * (k + 2.0 / 3.0) * std::exp2(-1.0 / k);
+      return std::sqrt(median / d);
+    }
+  }
+  return 1.0;
+}
+
+TaskLaw make_task_law(const Point& p) {
+  TaskLaw law;
+  law.d = p.d;
+  law.n = p.n;
+  law.task = p.task;
+  law.x_dist = p.x_dist;
+  law.x_param = p.x_param;
+  law.noise = p.noise;
+  law.noise_sigma = p.noise_sigma;
+  const int d = p.d;
+  law.Sigma = Eigen::MatrixXd::Identity(d, d);
+  if (p.x_dist == XDist::uniform) law.Sigma *= p.x_param * p.x_param / 3.0;
+  if (p.x_dist == XDist::sphere) law.Sigma /= d;
+  if (p.x_dist == XDist::gamma) law.Sigma *= p.x_param * gamma_scale(p.x_param) / d;   // E[G] = k sqrt(10/k)
+  if (p.cov == CovKind::rotated_per_task) {
+    law.task_spectrum = Eigen::Map<const Eigen::VectorXd>(p.cov_spectrum.data(), d);
+    law.Sigma *= law.task_spectrum.mean();
+  } else if (p.cov != CovKind::identity) {
+    const Eigen::VectorXd lambda = Eigen::Map<const Eigen::VectorXd>(p.cov_spectrum.data(), d);
+    const Eigen::MatrixXd U = p.cov == CovKind::rotated
+                                  ? haar_rotation(d, rng_key(p.seed, Stream::rotation))
+                                  : Eigen::MatrixXd::Identity(d, d);
+    law.Sigma = U * lambda.asDiagonal() * U.transpose();
+    law.Sigma_half = U * lambda.cwiseSqrt().asDiagonal();
+    if (p.w_prior == WPrior::inverse_cov) law.w_half = U * lambda.cwiseSqrt().cwiseInverse().asDiagonal();
+  }
+  return law;
+}
+
+TaskLaw pool_law(const Point& p) {
+  TaskLaw law = make_task_law(p);
+  if (p.task_pool == 0) return law;
+  const int d = p.d;
+  law.pool.resize(d, p.task_pool);
+  Eigen::VectorXd g(d);
+  for (int64_t m = 0; m < p.task_pool; ++m) {
+    rng_normals(rng_key(p.seed, Stream::pool, static_cast<uint64_t>(m)), 0, d, g.data());
+    law.pool.col(m) = law.w_half.size() ? Eigen::VectorXd(law.w_half * g) : g;
+  }
+  return law;
+}
+
+TaskLaw training_law(const Point& p) {
+  TaskLaw law = pool_law(p);
+  law.contexts = p.train_contexts;
+  return law;
+}
+
+template <class T>
+void TaskBatch<T>::resize(int B_, int d_, int n_) {
+  B = B_;
+  d = d_;
+  n = n_;
+  const int V = kLanes<T>;
+  chunks = (B + V - 1) / V;
+  Z.assign(static_cast<size_t>(chunks) * (d + 1) * (n + 1), lane_zero<T>());
+  y.assign(chunks, lane_zero<T>());
+  mask.assign(chunks, lane_zero<T>());
+  for (int t = 0; t < B; ++t) mask[t / V][t % V] = T(1);
+  sigma.assign(B, 0.0);
+  w.assign(static_cast<size_t>(B) * d, 0.0);
+  const int m = d + (n + 1) * d + n, mp = (m + 1) / 2;
+  scratch.assign(static_cast<size_t>(2) * mp + d + 1, lane_zero<T>());
+}
+
+// Box-Muller pair q of the V tasks of a chunk, as lanes: u1, u2 from one hash per task (two 24-bit
+// halves for float, 53-bit uniforms of consecutive counters for double), then
+//   r = sqrt(-2 log u1), theta = 2 pi u2,  zc = r cos(theta),  zs = r sin(theta).
+// Every lane goes through the same fixed-size vector code: a task's normals do not depend on its lane.
+template <class T>
+void box_muller_lanes(const uint64_t* keys, int q, Lane<T>* zc, Lane<T>* zs) {
+  constexpr int V = kLanes<T>;
+  using Arr = Eigen::Array<T, V, 1>;
+  alignas(64) Arr u1, u2;
+  for (int v = 0; v < V; ++v) {
+    if constexpr (sizeof(T) == 4) {
+      const uint64_t b = rng_bits(keys[v], static_cast<uint64_t>(q));
+      u1[v] = (static_cast<float>(b >> 40) + 0.5f) * 0x1p-24f;
+      u2[v] = (static_cast<float>((b >> 8) & 0xffffffu) + 0.5f) * 0x1p-24f;
+    } else {
+      u1[v] = rng_uniform(keys[v], 2 * static_cast<uint64_t>(q));
+      u2[v] = rng_uniform(keys[v], 2 * static_cast<uint64_t>(q) + 1);
+    }
+  }
+  const Arr r = (T(-2) * u1.log()).sqrt();
+  const Arr theta = T(6.283185307179586476925) * u2;
+  const Arr c = r * theta.cos(), s = r * theta.sin();
+  std::memcpy(static_cast<void*>(zc), c.data(), sizeof(Lane<T>));
+  std::memcpy(static_cast<void*>(zs), s.data(), sizeof(Lane<T>));
+}
+
+template <class T>
+void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, TaskBatch<T>& batch) {
+  ICL_CHECK(batch.d == law.d && batch.n == law.n);
+  using L = Lane<T>;
+  const int d = law.d, n = law.n, D = d + 1, N = n + 1, B = batch.B, V = kLanes<T>;
+  const int m = d + N * d + n, mp = (m + 1) / 2;
+  const bool rotate_x = law.Sigma_half.size() > 0, rotate_w = law.w_half.size() > 0;
+  L* G = batch.scratch.data();   // 2 mp normals (lanes): cosines of pairs 0..mp-1, then sines
+  L* w = G + 2 * mp;             // d lanes
+  L* sig = w + d;                // 1 lane: sigma of each task
+  uint64_t keys[kLanes<T>];
+  Eigen::MatrixXd A_task[kLanes<T>];   // rotated_per_task: each lane's U_t diag(sqrt l)
+
+  for (int c = 0; c < batch.chunks; ++c) {
+    const int live = std::min(V, B - c * V);
+    for (int v = 0; v < V; ++v) {
+      keys[v] = rng_key(seed, stream, block, static_cast<uint64_t>(c * V + std::min(v, live - 1)));
+      if (law.contexts > 0)
+        keys[v] = rng_key(seed, Stream::contexts, 0, uniform_index(rng_key(keys[v], kContextIndex), law.contexts));
+    }
+    for (int q = 0; q < mp; ++q) box_muller_lanes<T>(keys, q, G + q, G + mp + q);
+    const L* g = G + d;   // x normals: g[j*d + i] is coordinate i of token j
+
+    for (int i = 0; i < d; ++i) {
+      L acc = rotate_w ? L{} : G[i];
+      if (rotate_w)
+        for (int k = 0; k < d; ++k) acc += static_cast<T>(law.w_half(i, k)) * G[k];
+      w[i] = acc;
+    }
+    if (law.pool.size())
+      for (int v = 0; v < V; ++v) {
+        const int64_t member = uniform_index(rng_key(keys[v], kPoolIndex), law.pool.cols());
+        for (int i = 0; i < d; ++i) w[i][v] = static_cast<T>(law.pool(i, member));
+      }
+    L* Z = batch.Z.data() + static_cast<size_t>(c) * D * N;
+    switch (law.x_dist) {
+      case XDist::gaussian:
+        if (law.task_spectrum.size()) {   // each lane its own A = U_t diag(sqrt l)
+          for (int v = 0; v < V; ++v)
+            A_task[v] = haar_rotation(d, rng_key(keys[v], kTaskRotation)) * law.task_spectrum.cwiseSqrt().asDiagonal();
+          for (int j = 0; j < N; ++j)
+            for (int i = 0; i < d; ++i) {
+              L acc{};
+              for (int k = 0; k < d; ++k) {
+                L a;
+                for (int v = 0; v < V; ++v) a[v] = static_cast<T>(A_task[v](i, k));
+                acc += a * g[j * d + k];
+              }
+              Z[i * N + j] = acc;
+            }
+          break;
+        }
+        for (int j = 0; j < N; ++j)
+          for (int i = 0; i < d; ++i) {
+            L acc = rotate_x ? L{} : g[j * d + i];
+            if (rotate_x)
+              for (int k = 0; k < d; ++k) acc += static_cast<T>(law.Sigma_half(i, k)) * g[j * d + k];
+            Z[i * N + j] = acc;
+          }
+        break;
+      case XDist::uniform:
+        for (int j = 0; j < N; ++j)
+          for (int i = 0; i < d; ++i)
+            for (int v = 0; v < V; ++v)
+              Z[i * N + j][v] = static_cast<T>(law.x_param * (2.0 * rng_uniform(keys[v], 2 * mp + 1 + j * d + i) - 1.0));
+        break;
+      case XDist::sphere:
+      case XDist::gamma:
+        for (int j = 0; j < N; ++j) {
+          L norm2{};
+          for (int i = 0; i < d; ++i) norm2 += g[j * d + i] * g[j * d + i];
+          L radius;
+          for (int v = 0; v < V; ++v) {
+            radius[v] = T(1) / std::sqrt(norm2[v]);
+            if (law.x_dist == XDist::gamma)
+              radius[v] *= static_cast<T>(
+                  std::sqrt(gamma_draw(rng_key(keys[v], kGammaRadius, j), law.x_param, gamma_scale(law.x_param))));
+          }
+          for (int i = 0; i < d; ++i) Z[i * N + j] = g[j * d + i] * radius;
+        }
+        break;
+    }
+    for (int v = 0; v < V; ++v) {
+      const double us = rng_uniform(keys[v], 2 * mp);
+      double sigma = 0.0;
+      if (law.noise == NoiseKind::fixed) sigma = law.noise_sigma[0];
+      if (law.noise == NoiseKind::uniform) sigma = law.noise_sigma[0] * us;
+      if (law.noise == NoiseKind::set)
+        sigma = law.noise_sigma[std::min(law.noise_sigma.size() - 1,
+                                         static_cast<size_t>(us * static_cast<double>(law.noise_sigma.size())))];
+      sig[0][v] = static_cast<T>(sigma);
+      if (v < live) batch.sigma[c * V + v] = sigma;
+    }
+    if (law.x_scale != 1.0)
+      for (int x = 0; x < d * N; ++x) Z[x] *= static_cast<T>(law.x_scale);
+    const L* eps = G + d + N * d;
+    if (law.task == Task::sine)
+      for (int v = 0; v < V; ++v) w[0][v] = static_cast<T>(sine_amplitude(rng_uniform(keys[v], 2 * mp + 1 + N * d)));
+    for (int j = 0; j < N; ++j) {
+      L label{};
+      if (law.task == Task::sine)
+        for (int v = 0; v < V; ++v) label[v] = sine_label(rng_uniform(keys[v], 2 * mp + 1 + N * d), Z[j][v]);
+      else
+        for (int i = 0; i < d; ++i) label += w[i] * Z[i * N + j];
+      if (j < n) Z[d * N + j] = label + sig[0] * eps[j];
+      else batch.y[c] = label;
+    }
+    Z[d * N + n] = L{};
+    for (int v = 0; v < live; ++v)
+      for (int i = 0; i < d; ++i) batch.w[static_cast<size_t>(c * V + v) * d + i] = w[i][v];
+    if (live < V) {   // padding: all-zero tasks (mask 0)
+      for (int x = 0; x < D * N; ++x)
+        for (int v = live; v < V; ++v) Z[x][v] = T(0);
+      for (int v = live; v < V; ++v) batch.y[c][v] = T(0);
+    }
+  }
+}
+
+template <class T>
+void batch_task(const TaskBatch<T>& batch, int t, Eigen::MatrixXd* X, Eigen::VectorXd* y) {
+  const int d = batch.d, N = batch.n + 1, V = kLanes<T>;
+  const Lane<T>* Zc = batch.chunk_Z(t / V);
+  X->resize(d, N);
+  y->resize(N);
+  for (int j = 0; j < N; ++j) {
+    for (int i = 0; i < d; ++i) (*X)(i, j) = Zc[i * N + j][t % V];
+    (*y)(j) = j < batch.n ? static_cast<double>(Zc[d * N + j][t % V]) : static_cast<double>(batch.y[t / V][t % V]);
+  }
+}
+
+template struct TaskBatch<float>;
+template struct TaskBatch<double>;
+template void sample_tasks<float>(const TaskLaw&, uint64_t, Stream, uint64_t, TaskBatch<float>&);
+template void sample_tasks<double>(const TaskLaw&, uint64_t, Stream, uint64_t, TaskBatch<double>&);
+template void batch_task<float>(const TaskBatch<float>&, int, Eigen::MatrixXd*, Eigen::VectorXd*);
+template void batch_task<double>(const TaskBatch<double>&, int, Eigen::MatrixXd*, Eigen::VectorXd*);
+
+}  // namespace icl

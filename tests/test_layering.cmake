@@ -1,0 +1,37 @@
+# ctest `layering`: build the arrows of tests/CMakeLists.txt.  ALLOWED (targets) must compile, so the
+# include path is sound; each of REFUSED (target:message) must fail on its own poison (cmake/IclRooms.cmake),
+# in one build that goes on after errors.
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${ALLOWED}
+                OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message("${out}")
+  message(FATAL_ERROR "a room cannot include the rooms it may see: the include path is broken")
+endif()
+
+set(targets "")
+foreach(arrow IN LISTS REFUSED)
+  string(REGEX REPLACE ":.*" "" target "${arrow}")
+  list(APPEND targets ${target})
+endforeach()
+if(GENERATOR MATCHES "Ninja")
+  set(keep_going -k 0)
+else()
+  set(keep_going -k)
+endif()
+execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${targets} -- ${keep_going}
+                OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
+set(missed "")
+foreach(arrow IN LISTS REFUSED)
+  string(REGEX REPLACE "^[^:]*:" "" poison "${arrow}")
+  string(FIND "${out}" "${poison}" at)
+  if(at EQUAL -1)
+    list(APPEND missed "${poison}")
+  endif()
+endforeach()
+list(LENGTH ALLOWED n_allowed)
+list(LENGTH REFUSED n_refused)
+if(missed OR rc EQUAL 0)
+  message("${out}")
+  message(FATAL_ERROR "arrows the build did not refuse: ${missed}")
+endif()
+message("${n_allowed} rooms include every room they may see; ${n_refused} forbidden arrows refused, each on its poison")
