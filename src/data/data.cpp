@@ -170,121 +170,204 @@ void box_muller_lanes(const uint64_t* keys, int q, Lane<T>* zc, Lane<T>* zs) {
   std::memcpy(static_cast<void*>(zs), s.data(), sizeof(Lane<T>));
 }
 
+// sample_tasks in stages, one chunk of V tasks at a time (the contract in data.hpp, step by step).
+namespace {
+
+// One chunk's draws: the tasks' keys, their normals G (2 mp lanes: cosines of pairs 0..mp-1, then sines;
+// G[0..d) are w's, g = G + d the inputs', G + d + N d the noise's), w (d lanes) and sigma (1 lane).
+template <class T>
+struct Chunk {
+  int d, n, N, mp, live;
+  uint64_t keys[kLanes<T>];
+  Lane<T>* G;
+  Lane<T>* w;
+  Lane<T>* sig;
+  const Lane<T>* g() const { return G + d; }
+  const Lane<T>* eps() const { return G + d + N * d; }
+};
+
+template <class T>
+void chunk_keys(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, int c, Chunk<T>& k) {
+  constexpr int V = kLanes<T>;
+  for (int v = 0; v < V; ++v) {
+    k.keys[v] = rng_key(seed, stream, block, static_cast<uint64_t>(c * V + std::min(v, k.live - 1)));
+    if (law.contexts > 0)
+      k.keys[v] = rng_key(seed, Stream::contexts, 0, uniform_index(rng_key(k.keys[v], kContextIndex), law.contexts));
+  }
+}
+
+// w = w_half G[0..d) (or G itself), or a member of the pool.
+template <class T>
+void draw_w(const TaskLaw& law, Chunk<T>& k) {
+  const int d = k.d;
+  const bool rotate_w = law.w_half.size() > 0;
+  for (int i = 0; i < d; ++i) {
+    Lane<T> acc = rotate_w ? Lane<T>{} : k.G[i];
+    if (rotate_w)
+      for (int j = 0; j < d; ++j) acc += static_cast<T>(law.w_half(i, j)) * k.G[j];
+    k.w[i] = acc;
+  }
+  if (law.pool.size())
+    for (int v = 0; v < kLanes<T>; ++v) {
+      const int64_t member = uniform_index(rng_key(k.keys[v], kPoolIndex), law.pool.cols());
+      for (int i = 0; i < d; ++i) k.w[i][v] = static_cast<T>(law.pool(i, member));
+    }
+}
+
+// The input laws: each writes rows 0..d-1 of the chunk's tokens Z (row i, token j at Z[i N + j]).
+template <class T>
+using XSampler = void (*)(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z);
+
+// Gaussian, x = Sigma_half g (or g itself).
+template <class T>
+void x_gaussian(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
+  const int d = k.d, N = k.N;
+  const Lane<T>* g = k.g();
+  const bool rotate_x = law.Sigma_half.size() > 0;
+  for (int j = 0; j < N; ++j)
+    for (int i = 0; i < d; ++i) {
+      Lane<T> acc = rotate_x ? Lane<T>{} : g[j * d + i];
+      if (rotate_x)
+        for (int m = 0; m < d; ++m) acc += static_cast<T>(law.Sigma_half(i, m)) * g[j * d + m];
+      Z[i * N + j] = acc;
+    }
+}
+
+// Gaussian with a covariance of its own per task: x = U_t diag(sqrt l) g, U_t from the task's key.
+template <class T>
+void x_gaussian_per_task(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
+  constexpr int V = kLanes<T>;
+  const int d = k.d, N = k.N;
+  const Lane<T>* g = k.g();
+  Eigen::MatrixXd A_task[V];
+  for (int v = 0; v < V; ++v)
+    A_task[v] = haar_rotation(d, rng_key(k.keys[v], kTaskRotation)) * law.task_spectrum.cwiseSqrt().asDiagonal();
+  for (int j = 0; j < N; ++j)
+    for (int i = 0; i < d; ++i) {
+      Lane<T> acc{};
+      for (int m = 0; m < d; ++m) {
+        Lane<T> a;
+        for (int v = 0; v < V; ++v) a[v] = static_cast<T>(A_task[v](i, m));
+        acc += a * g[j * d + m];
+      }
+      Z[i * N + j] = acc;
+    }
+}
+
+// Uniform on [-x_param, x_param]^d, from uniforms after the normals' counters.
+template <class T>
+void x_uniform(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
+  const int d = k.d, N = k.N;
+  for (int j = 0; j < N; ++j)
+    for (int i = 0; i < d; ++i)
+      for (int v = 0; v < kLanes<T>; ++v)
+        Z[i * N + j][v] = static_cast<T>(law.x_param * (2.0 * rng_uniform(k.keys[v], 2 * k.mp + 1 + j * d + i) - 1.0));
+}
+
+// On the unit sphere (g / |g|), or scaled by sqrt of a Gamma radius (gamma).
+template <class T>
+void x_radial(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
+  const int d = k.d, N = k.N;
+  const Lane<T>* g = k.g();
+  for (int j = 0; j < N; ++j) {
+    Lane<T> norm2{};
+    for (int i = 0; i < d; ++i) norm2 += g[j * d + i] * g[j * d + i];
+    Lane<T> radius;
+    for (int v = 0; v < kLanes<T>; ++v) {
+      radius[v] = T(1) / std::sqrt(norm2[v]);
+      if (law.x_dist == XDist::gamma)
+        radius[v] *= static_cast<T>(
+            std::sqrt(gamma_draw(rng_key(k.keys[v], kGammaRadius, j), law.x_param, gamma_scale(law.x_param))));
+    }
+    for (int i = 0; i < d; ++i) Z[i * N + j] = g[j * d + i] * radius;
+  }
+}
+
+template <class T>
+XSampler<T> x_sampler(const TaskLaw& law) {
+  switch (law.x_dist) {
+    case XDist::gaussian: return law.task_spectrum.size() ? x_gaussian_per_task<T> : x_gaussian<T>;
+    case XDist::uniform: return x_uniform<T>;
+    case XDist::sphere:
+    case XDist::gamma: return x_radial<T>;
+  }
+  return x_gaussian<T>;
+}
+
+// Each task's noise std, from the uniform at counter 2 mp.
+template <class T>
+void draw_sigma(const TaskLaw& law, int c, Chunk<T>& k, TaskBatch<T>& batch) {
+  constexpr int V = kLanes<T>;
+  for (int v = 0; v < V; ++v) {
+    const double us = rng_uniform(k.keys[v], 2 * k.mp);
+    double sigma = 0.0;
+    if (law.noise == NoiseKind::fixed) sigma = law.noise_sigma[0];
+    if (law.noise == NoiseKind::uniform) sigma = law.noise_sigma[0] * us;
+    if (law.noise == NoiseKind::set)
+      sigma = law.noise_sigma[std::min(law.noise_sigma.size() - 1,
+                                       static_cast<size_t>(us * static_cast<double>(law.noise_sigma.size())))];
+    k.sig[0][v] = static_cast<T>(sigma);
+    if (v < k.live) batch.sigma[c * V + v] = sigma;
+  }
+}
+
+// Row d: the labels <w, x_j> (or the sine task's) plus noise for the context, the query's label to y.
+template <class T>
+void write_labels(const TaskLaw& law, int c, Chunk<T>& k, Lane<T>* Z, TaskBatch<T>& batch) {
+  const int d = k.d, n = k.n, N = k.N;
+  const uint64_t phase = 2 * k.mp + 1 + N * d;   // the sine task's uniform
+  if (law.task == Task::sine)
+    for (int v = 0; v < kLanes<T>; ++v) k.w[0][v] = static_cast<T>(sine_amplitude(rng_uniform(k.keys[v], phase)));
+  const Lane<T>* eps = k.eps();
+  for (int j = 0; j < N; ++j) {
+    Lane<T> label{};
+    if (law.task == Task::sine)
+      for (int v = 0; v < kLanes<T>; ++v) label[v] = sine_label(rng_uniform(k.keys[v], phase), Z[j][v]);
+    else
+      for (int i = 0; i < d; ++i) label += k.w[i] * Z[i * N + j];
+    if (j < n) Z[d * N + j] = label + k.sig[0] * eps[j];
+    else batch.y[c] = label;
+  }
+  Z[d * N + n] = Lane<T>{};
+}
+
+// The chunk's w to batch.w, and its padding lanes (beyond B) zeroed: all-zero tasks (mask 0).
+template <class T>
+void finish_chunk(int c, const Chunk<T>& k, Lane<T>* Z, TaskBatch<T>& batch) {
+  constexpr int V = kLanes<T>;
+  const int d = k.d, cells = (d + 1) * k.N;
+  for (int v = 0; v < k.live; ++v)
+    for (int i = 0; i < d; ++i) batch.w[static_cast<size_t>(c * V + v) * d + i] = k.w[i][v];
+  if (k.live < V) {
+    for (int x = 0; x < cells; ++x)
+      for (int v = k.live; v < V; ++v) Z[x][v] = T(0);
+    for (int v = k.live; v < V; ++v) batch.y[c][v] = T(0);
+  }
+}
+
+}  // namespace
+
 template <class T>
 void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, TaskBatch<T>& batch) {
   ICL_CHECK(batch.d == law.d && batch.n == law.n);
-  using L = Lane<T>;
-  const int d = law.d, n = law.n, D = d + 1, N = n + 1, B = batch.B, V = kLanes<T>;
-  const int m = d + N * d + n, mp = (m + 1) / 2;
-  const bool rotate_x = law.Sigma_half.size() > 0, rotate_w = law.w_half.size() > 0;
-  L* G = batch.scratch.data();   // 2 mp normals (lanes): cosines of pairs 0..mp-1, then sines
-  L* w = G + 2 * mp;             // d lanes
-  L* sig = w + d;                // 1 lane: sigma of each task
-  uint64_t keys[kLanes<T>];
-  Eigen::MatrixXd A_task[kLanes<T>];   // rotated_per_task: each lane's U_t diag(sqrt l)
-
+  constexpr int V = kLanes<T>;
+  const int d = law.d, N = law.n + 1, m = d + N * d + law.n, mp = (m + 1) / 2;
+  Chunk<T> k{d, law.n, N, mp, 0, {}, batch.scratch.data(), nullptr, nullptr};
+  k.w = k.G + 2 * mp;
+  k.sig = k.w + d;
+  const XSampler<T> draw_x = x_sampler<T>(law);
   for (int c = 0; c < batch.chunks; ++c) {
-    const int live = std::min(V, B - c * V);
-    for (int v = 0; v < V; ++v) {
-      keys[v] = rng_key(seed, stream, block, static_cast<uint64_t>(c * V + std::min(v, live - 1)));
-      if (law.contexts > 0)
-        keys[v] = rng_key(seed, Stream::contexts, 0, uniform_index(rng_key(keys[v], kContextIndex), law.contexts));
-    }
-    for (int q = 0; q < mp; ++q) box_muller_lanes<T>(keys, q, G + q, G + mp + q);
-    const L* g = G + d;   // x normals: g[j*d + i] is coordinate i of token j
-
-    for (int i = 0; i < d; ++i) {
-      L acc = rotate_w ? L{} : G[i];
-      if (rotate_w)
-        for (int k = 0; k < d; ++k) acc += static_cast<T>(law.w_half(i, k)) * G[k];
-      w[i] = acc;
-    }
-    if (law.pool.size())
-      for (int v = 0; v < V; ++v) {
-        const int64_t member = uniform_index(rng_key(keys[v], kPoolIndex), law.pool.cols());
-        for (int i = 0; i < d; ++i) w[i][v] = static_cast<T>(law.pool(i, member));
-      }
-    L* Z = batch.Z.data() + static_cast<size_t>(c) * D * N;
-    switch (law.x_dist) {
-      case XDist::gaussian:
-        if (law.task_spectrum.size()) {   // each lane its own A = U_t diag(sqrt l)
-          for (int v = 0; v < V; ++v)
-            A_task[v] = haar_rotation(d, rng_key(keys[v], kTaskRotation)) * law.task_spectrum.cwiseSqrt().asDiagonal();
-          for (int j = 0; j < N; ++j)
-            for (int i = 0; i < d; ++i) {
-              L acc{};
-              for (int k = 0; k < d; ++k) {
-                L a;
-                for (int v = 0; v < V; ++v) a[v] = static_cast<T>(A_task[v](i, k));
-                acc += a * g[j * d + k];
-              }
-              Z[i * N + j] = acc;
-            }
-          break;
-        }
-        for (int j = 0; j < N; ++j)
-          for (int i = 0; i < d; ++i) {
-            L acc = rotate_x ? L{} : g[j * d + i];
-            if (rotate_x)
-              for (int k = 0; k < d; ++k) acc += static_cast<T>(law.Sigma_half(i, k)) * g[j * d + k];
-            Z[i * N + j] = acc;
-          }
-        break;
-      case XDist::uniform:
-        for (int j = 0; j < N; ++j)
-          for (int i = 0; i < d; ++i)
-            for (int v = 0; v < V; ++v)
-              Z[i * N + j][v] = static_cast<T>(law.x_param * (2.0 * rng_uniform(keys[v], 2 * mp + 1 + j * d + i) - 1.0));
-        break;
-      case XDist::sphere:
-      case XDist::gamma:
-        for (int j = 0; j < N; ++j) {
-          L norm2{};
-          for (int i = 0; i < d; ++i) norm2 += g[j * d + i] * g[j * d + i];
-          L radius;
-          for (int v = 0; v < V; ++v) {
-            radius[v] = T(1) / std::sqrt(norm2[v]);
-            if (law.x_dist == XDist::gamma)
-              radius[v] *= static_cast<T>(
-                  std::sqrt(gamma_draw(rng_key(keys[v], kGammaRadius, j), law.x_param, gamma_scale(law.x_param))));
-          }
-          for (int i = 0; i < d; ++i) Z[i * N + j] = g[j * d + i] * radius;
-        }
-        break;
-    }
-    for (int v = 0; v < V; ++v) {
-      const double us = rng_uniform(keys[v], 2 * mp);
-      double sigma = 0.0;
-      if (law.noise == NoiseKind::fixed) sigma = law.noise_sigma[0];
-      if (law.noise == NoiseKind::uniform) sigma = law.noise_sigma[0] * us;
-      if (law.noise == NoiseKind::set)
-        sigma = law.noise_sigma[std::min(law.noise_sigma.size() - 1,
-                                         static_cast<size_t>(us * static_cast<double>(law.noise_sigma.size())))];
-      sig[0][v] = static_cast<T>(sigma);
-      if (v < live) batch.sigma[c * V + v] = sigma;
-    }
+    k.live = std::min(V, batch.B - c * V);
+    chunk_keys(law, seed, stream, block, c, k);
+    for (int q = 0; q < mp; ++q) box_muller_lanes<T>(k.keys, q, k.G + q, k.G + mp + q);
+    draw_w(law, k);
+    Lane<T>* Z = batch.Z.data() + static_cast<size_t>(c) * (d + 1) * N;
+    draw_x(law, k, Z);
+    draw_sigma(law, c, k, batch);
     if (law.x_scale != 1.0)
       for (int x = 0; x < d * N; ++x) Z[x] *= static_cast<T>(law.x_scale);
-    const L* eps = G + d + N * d;
-    if (law.task == Task::sine)
-      for (int v = 0; v < V; ++v) w[0][v] = static_cast<T>(sine_amplitude(rng_uniform(keys[v], 2 * mp + 1 + N * d)));
-    for (int j = 0; j < N; ++j) {
-      L label{};
-      if (law.task == Task::sine)
-        for (int v = 0; v < V; ++v) label[v] = sine_label(rng_uniform(keys[v], 2 * mp + 1 + N * d), Z[j][v]);
-      else
-        for (int i = 0; i < d; ++i) label += w[i] * Z[i * N + j];
-      if (j < n) Z[d * N + j] = label + sig[0] * eps[j];
-      else batch.y[c] = label;
-    }
-    Z[d * N + n] = L{};
-    for (int v = 0; v < live; ++v)
-      for (int i = 0; i < d; ++i) batch.w[static_cast<size_t>(c * V + v) * d + i] = w[i][v];
-    if (live < V) {   // padding: all-zero tasks (mask 0)
-      for (int x = 0; x < D * N; ++x)
-        for (int v = live; v < V; ++v) Z[x][v] = T(0);
-      for (int v = live; v < V; ++v) batch.y[c][v] = T(0);
-    }
+    write_labels(law, c, k, Z, batch);
+    finish_chunk(c, k, Z, batch);
   }
 }
 

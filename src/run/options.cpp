@@ -153,6 +153,12 @@ OptionDef real_option(std::string name, std::string help, double Point::*field, 
           [field](const Point& p) { return fmt(p.*field); }};
 }
 
+// `o`, declared to apply only within `scope`.
+OptionDef scoped(Scope scope, OptionDef o) {
+  o.scope = scope;
+  return o;
+}
+
 OptionDef x_dist_option() {
   return {"x_dist",
           "input law: gaussian | uniform[:a] (U(-a,a), default a=0.5) | sphere | gamma[:k] "
@@ -313,11 +319,13 @@ OptionDef eval_seed_option() {
           [](const Point& p) { return p.eval_seed < 0 ? std::string("point") : std::to_string(p.eval_seed); }};
 }
 
-// [VO23]'s transformer (arch = transformer, transformer.hpp; its code's names in the help).
+// [VO23]'s transformer (arch = transformer, transformer.hpp; its code's names in the help).  Every option
+// after `arch` applies to the transformer only.
 void transformer_options(std::vector<OptionDef>& t) {
   t.push_back(enum_option<Arch>("arch", "model family: lsa (the P, Q layers of docs/science.md section 2) or "
       "transformer ([VO23]'s code: projections W_Q, W_K, W_V, W_O, MLP, LayerNorm, embedding; section 2b)",
       &Point::arch, {{"lsa", Arch::lsa}, {"transformer", Arch::transformer}}));
+  const size_t first = t.size();
   t.push_back(enum_option<Tokens>("tokens", "token layout: constructed ((x_i, y_i) per token) or classic "
       "(x_1, (0, y_1), x_2, ..., x_query: 2n+1 tokens of width d)", &Point::tokens,
       {{"constructed", Tokens::constructed}, {"classic", Tokens::classic}}));
@@ -349,33 +357,18 @@ void transformer_options(std::vector<OptionDef>& t) {
       {{"true", true}, {"false", false}}));
   t.push_back(real_option("gd_attention", "> 0: [VO23]'s 'MLP + 1 step of GD' (its Transformer_gd): the attention fixed to "
       "the 1-step GD construction at this rate and only the embedding trained (0 = off)", &Point::gd_attention, 0.0, false));
+  for (size_t i = first; i < t.size(); ++i) t[i].scope.arch = Arch::transformer;
 }
 
 // The rules tying the transformer's options together, and to arch.
 void validate_transformer(const Point& p, const std::function<void(const char*, const std::string&)>& bad) {
   if (p.arch == Arch::lsa) {
-    const Point def;
     const std::string only = "applies only to arch = transformer";
-    if (p.tokens != def.tokens) bad("tokens", only);
     if (p.attention == Attention::mix) bad("attention", "mix " + only);
-    if (p.attention_first != def.attention_first) bad("attention_first", only);
-    if (p.key_size != def.key_size) bad("key_size", only);
-    if (p.mlp != def.mlp) bad("mlp", only);
-    if (p.widening != def.widening) bad("widening", only);
-    if (p.layer_norm != def.layer_norm) bad("layer_norm", only);
-    if (p.layer_norm_first != def.layer_norm_first) bad("layer_norm_first", only);
-    if (p.embed != def.embed) bad("embed", only);
-    if (p.embed_size != def.embed_size) bad("embed_size", only);
-    if (p.pe != def.pe) bad("pe", only);
-    if (p.pe_size != def.pe_size) bad("pe_size", only);
-    if (p.bias != def.bias) bad("bias", only);
-    if (p.gd_attention != def.gd_attention) bad("gd_attention", only);
     if (p.init == Init::gd_embed) bad("init", "gd_embed " + only);
     return;
   }
-  if (p.param != Param::full) bad("param", "the parameterisations apply to arch = lsa; the transformer's weights are its projections");
   if (p.norm != Norm::one) bad("norm", "arch = transformer has no normalisation c (the code's plain sums): set norm = 1");
-  if (!p.landscape.empty() || p.landscape_every > 0) bad("landscape", "the [A24] landscape applies to arch = lsa");
   if (p.tie && p.attention_first != FirstAttention::same) bad("attention_first", "a tied (recurrent) model has one attention: use same");
   if (p.layer_norm_first && (!p.layer_norm || p.tie))
     bad("layer_norm_first", "needs layer_norm = true and an untied model (a tied one has it before every layer)");
@@ -507,9 +500,9 @@ std::vector<OptionDef> make_table() {
   t.push_back(int_option("n", "context length n (the query is token n+1)", &Point::n, 1, 100000));
   t.push_back(int_option("layers", "number of attention layers L", &Point::layers, 1, 1000));
   t.push_back(int_option("heads", "heads per layer H", &Point::heads, 1, 64));
-  t.push_back(enum_option<Param>("param", "parameterisation of P, Q", &Point::param,
-      {{"full", Param::full}, {"sparse_a", Param::sparse_a}, {"sparse_ab", Param::sparse_ab},
-       {"diag", Param::diag}, {"gdpp", Param::gdpp}}));
+  t.push_back(scoped({Arch::lsa, {}}, enum_option<Param>("param", "parameterisation of P, Q (the transformer's weights "
+      "are its projections)", &Point::param, {{"full", Param::full}, {"sparse_a", Param::sparse_a},
+      {"sparse_ab", Param::sparse_ab}, {"diag", Param::diag}, {"gdpp", Param::gdpp}})));
   t.push_back(enum_option<bool>("tie", "one layer's weights applied L times (recurrent)", &Point::tie,
       {{"false", false}, {"true", true}}));
   t.push_back(enum_option<Attention>("attention", "attention variant (mix: [VO23]'s learnable softmax-linear mix, "
@@ -517,9 +510,9 @@ std::vector<OptionDef> make_table() {
       {{"linear", Attention::linear}, {"softmax", Attention::softmax}, {"mix", Attention::mix}}));
   t.push_back(enum_option<Norm>("norm", "attention normalisation c", &Point::norm,
       {{"1/n", Norm::inv_n}, {"1", Norm::one}}));
-  t.push_back(enum_option<Residual>("residual", "scale of every layer's update Z_{l+1} = Z_l + s attention(Z_l): 1, or "
-      "1/L for deep models (Bordelon et al. 2025's depth scaling; arch = lsa, linear attention)", &Point::residual,
-      {{"1", Residual::one}, {"1/L", Residual::inv_layers}}));
+  t.push_back(scoped({Arch::lsa, Attention::linear}, enum_option<Residual>("residual", "scale of every layer's update "
+      "Z_{l+1} = Z_l + s attention(Z_l): 1, or 1/L for deep models (Bordelon et al. 2025's depth scaling, which scales "
+      "c)", &Point::residual, {{"1", Residual::one}, {"1/L", Residual::inv_layers}})));
   t.push_back(real_option("act_clip", "clip every token entry to [-act_clip, act_clip] after each layer, as "
       "[VO23]'s code does for deep models (0 = off)", &Point::act_clip, 0.0, false));
   transformer_options(t);
@@ -585,7 +578,7 @@ std::vector<OptionDef> make_table() {
   t.push_back(int_option("context_curve", "loss against context length: the trained model and every baseline on "
       "fresh tasks of each context length 1..n_test (may exceed n; 2,000 tasks each), as Garg et al. 2022 plot "
       "it (0 = off)", &Point::context_curve, 0, 1 << 20));
-  t.push_back(landscape_option());
+  t.push_back(scoped({Arch::lsa, {}}, landscape_option()));
   t.push_back(int_option("hessian_tasks", "size of the fixed landscape set, the same for every point (seed and "
       "stream of its own): Hessian diagonal, gradient norm, smoothness ([A24]'s code: 1000)",
       &Point::hessian_tasks, 1, 1000000));
@@ -612,6 +605,36 @@ std::string point_set(Point& p, const std::string& name, const std::string& valu
   return why.empty() ? "" : "option '" + name + "' = '" + value + "': " + why;
 }
 
+namespace {
+
+// "arch = lsa with attention = linear": a scope in the options' own words.
+std::string scope_text(const Scope& s) {
+  Point q;
+  std::string text;
+  if (s.arch) {
+    q.arch = *s.arch;
+    text = "arch = " + find_option("arch")->get(q);
+  }
+  if (s.attention) {
+    q.attention = *s.attention;
+    text += (text.empty() ? "" : " with ") + std::string("attention = ") + find_option("attention")->get(q);
+  }
+  return text;
+}
+
+// Every option outside its declared scope (OptionDef::scope) must be at its default.
+template <class Bad>
+void validate_scopes(const Point& p, const Bad& bad) {
+  static const Point def;
+  for (const OptionDef& o : option_table()) {
+    const Scope& s = o.scope;
+    const bool inside = (!s.arch || *s.arch == p.arch) && (!s.attention || *s.attention == p.attention);
+    if (!inside && o.get(p) != o.get(def)) bad(o.name.c_str(), "applies only to " + scope_text(s));
+  }
+}
+
+}  // namespace
+
 std::vector<std::string> point_validate(const Point& p) {
   std::vector<std::string> errs;
   auto bad = [&](const char* name, const std::string& rule) {
@@ -637,6 +660,7 @@ std::vector<std::string> point_validate(const Point& p) {
     bad("warmup", "must be smaller than steps = " + std::to_string(p.steps));
   if (p.schedule == Schedule::step && p.decay_every == 0)
     bad("decay_every", "schedule = step needs decay_every >= 1");
+  validate_scopes(p, bad);
   validate_transformer(p, bad);
   validate_sizes(p, bad);
   validate_scales(p, bad);
@@ -648,8 +672,6 @@ std::vector<std::string> point_validate(const Point& p) {
   if (p.task == Task::sine && p.task_pool > 0) bad("task_pool", "applies to task = linear (w from a pool)");
   if (p.rollout > 0 && (!p.tie || p.layers != 1 || p.mlp))
     bad("rollout", "rolls out one recurrent attention layer: needs tie = true, layers = 1 and no MLP");
-  if (p.residual != Residual::one && (p.arch != Arch::lsa || p.attention != Attention::linear))
-    bad("residual", "1/L applies to arch = lsa with linear attention (it scales c)");
   if (p.rollout > 0 && !p.analysis) bad("rollout", "is part of the analysis: needs analysis = true");
   if (p.context_curve > 0 && !p.analysis) bad("context_curve", "is part of the analysis: needs analysis = true");
   return errs;

@@ -3,6 +3,7 @@
 // `/points/<option>` columns.  Values are text so that a spec can list several of them; parsing and
 // validation happen here, in the numerics, before any work starts.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@ namespace icl {
 
 enum class Column { integer, real, text };   // how an option is stored in /points/<option>
 
+// Where an option applies, declared with it: a point outside its scope must leave it at its default
+// (point_validate says "applies only to arch = transformer").  Unset fields: everywhere.
+struct Scope {
+  std::optional<Arch> arch;
+  std::optional<Attention> attention;
+};
+
 struct OptionDef {
   std::string name;
   std::string help;    // one line, with the accepted syntax
@@ -19,6 +27,7 @@ struct OptionDef {
   // Parses `value` into `p`; returns "" or a message stating the rule the value breaks.
   std::function<std::string(Point& p, const std::string& value)> set;
   std::function<std::string(const Point& p)> get;   // canonical text, round-trips through `set`
+  Scope scope = {};
 };
 
 const std::vector<OptionDef>& option_table();
