@@ -504,7 +504,7 @@ TEST(TransformerInit, GdEmbedIsTheOfficialGdModelsPlainNormal) {
       fourth += t * t * t * t;
     }
     if (!want_var.count(v.name)) {
-      if (v.name.rfind("emb_mlp.b", 0) == 0) EXPECT_EQ(sq, 0.0) << v.name;
+      if (v.name.rfind("emb_mlp.b", 0) == 0) { EXPECT_EQ(sq, 0.0) << v.name; }
       continue;
     }
     const double var = sq / count, want = want_var.at(v.name);
@@ -512,7 +512,7 @@ TEST(TransformerInit, GdEmbedIsTheOfficialGdModelsPlainNormal) {
     EXPECT_NEAR(var / want, 1.0, 5 * std::sqrt(2.0 / count)) << v.name;
     EXPECT_NEAR(sum / count, 0.0, 5 * std::sqrt(want / count)) << v.name;
     // untruncated: kurtosis 3 (a 2-sigma truncated normal has 2.37)
-    if (count >= 6400) EXPECT_NEAR(fourth / count / (var * var), 3.0, 0.25) << v.name;
+    if (count >= 6400) { EXPECT_NEAR(fourth / count / (var * var), 3.0, 0.25) << v.name; }
   }
   // the GD construction over the attention (only its frozen views), as with the other inits
   Point q = p;

@@ -72,6 +72,64 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
   return s;
 }
 
+// BFGS's inverse-Hessian estimate, m x m row-major: the identity, scaled to the first observed curvature.
+class InverseHessian {
+ public:
+  explicit InverseHessian(int m) : m_(m), H_(static_cast<size_t>(m) * m, 0.0) { reset(); }
+  void reset() {
+    std::fill(H_.begin(), H_.end(), 0.0);
+    for (int i = 0; i < m_; ++i) H_[i * m_ + i] = 1.0;
+  }
+  // u = -H g.
+  void descent(const std::vector<double>& g, std::vector<double>* u) const {
+    for (int i = 0; i < m_; ++i) {
+      (*u)[i] = 0;
+      for (int k = 0; k < m_; ++k) (*u)[i] -= H_[i * m_ + k] * g[k];
+    }
+  }
+  // The update with s = zn - z, y = gn - g, skipped when the curvature s.y is not positive.
+  void update(const std::vector<double>& zn, const std::vector<double>& z, const std::vector<double>& gn,
+              const std::vector<double>& g) {
+    std::vector<double> s(m_), y(m_);
+    for (int i = 0; i < m_; ++i) {
+      s[i] = zn[i] - z[i];
+      y[i] = gn[i] - g[i];
+    }
+    const double sy = dot(s, y);
+    if (!(sy > 1e-14 * std::sqrt(dot(s, s) * dot(y, y)))) return;
+    if (!scaled_) {   // first curvature pair: scale the identity to the observed curvature
+      for (int i = 0; i < m_; ++i) H_[i * m_ + i] = sy / dot(y, y);
+      scaled_ = true;
+    }
+    std::vector<double> Hy(m_, 0.0);
+    for (int i = 0; i < m_; ++i)
+      for (int k = 0; k < m_; ++k) Hy[i] += H_[i * m_ + k] * y[k];
+    const double yHy = dot(y, Hy), rho = 1.0 / sy;
+    for (int i = 0; i < m_; ++i)   // H += (1 + rho yHy) rho s s^T - rho (Hy s^T + s Hy^T)
+      for (int k = 0; k < m_; ++k)
+        H_[i * m_ + k] += (1.0 + rho * yHy) * rho * s[i] * s[k] - rho * (Hy[i] * s[k] + s[i] * Hy[k]);
+  }
+
+ private:
+  int m_;
+  std::vector<double> H_;
+  bool scaled_ = false;
+};
+
+// Armijo backtracking along u from z (slope = g.u < 0), t = 1, 1/2, ... (80 halvings): true with the
+// first accepted point zn and its loss fn.
+template <class F>
+bool backtrack(const F& f_of, const std::vector<double>& z, const std::vector<double>& u, double f, double slope,
+               std::vector<double>* zn, double* fn) {
+  double t = 1.0;
+  for (int k = 0; k < 80; ++k, t *= 0.5) {
+    for (size_t i = 0; i < z.size(); ++i) (*zn)[i] = z[i] + t * u[i];
+    *fn = f_of(*zn, nullptr);
+    if (*fn <= f + 1e-4 * t * slope) return true;
+  }
+  return false;
+}
+
 // BFGS from x0 (original units); `frozen` coordinates keep their value (zero gradient by construction).
 GdppTuned bfgs(GdppLoss& loss, std::vector<double> x, double unit, const std::vector<bool>& frozen) {
   const int m = loss.size();
@@ -83,56 +141,24 @@ GdppTuned bfgs(GdppLoss& loss, std::vector<double> x, double unit, const std::ve
       for (int i = 0; i < m; ++i) (*gz)[i] = frozen[i] ? 0.0 : (*gz)[i] * unit;
     return f;
   };
-  std::vector<double> z(m), g, gn, zn(m), s(m), y(m), u(m);
+  std::vector<double> z(m), g, gn, zn(m), u(m);
   for (int i = 0; i < m; ++i) z[i] = x[i] / unit;
   double f = f_of(z, &g);
-  std::vector<double> H(static_cast<size_t>(m) * m, 0.0);   // inverse-Hessian estimate, m x m row-major
-  auto reset = [&] {
-    std::fill(H.begin(), H.end(), 0.0);
-    for (int i = 0; i < m; ++i) H[i * m + i] = 1.0;
-  };
-  reset();
-  bool scaled = false;
+  InverseHessian H(m);
   GdppTuned r;
   for (r.iterations = 0; r.iterations < kMaxIterations; ++r.iterations) {
     if (std::sqrt(dot(g, g)) <= kGdppTolerance * f) break;
-    for (int i = 0; i < m; ++i) {
-      u[i] = 0;
-      for (int k = 0; k < m; ++k) u[i] -= H[i * m + k] * g[k];
-    }
+    H.descent(g, &u);
     double slope = dot(g, u);
-    if (!(slope < 0)) {
-      reset();
+    if (!(slope < 0)) {   // not a descent direction: restart from steepest descent
+      H.reset();
       for (int i = 0; i < m; ++i) u[i] = -g[i];
       slope = -dot(g, g);
     }
-    double t = 1.0, fn = 0.0;
-    bool accepted = false;
-    for (int k = 0; k < 80 && !accepted; ++k, t *= 0.5) {
-      for (int i = 0; i < m; ++i) zn[i] = z[i] + t * u[i];
-      fn = f_of(zn, nullptr);
-      accepted = fn <= f + 1e-4 * t * slope;
-    }
-    if (!accepted || !(fn < f)) break;   // no descent left at double precision
+    double fn = 0.0;
+    if (!backtrack(f_of, z, u, f, slope, &zn, &fn) || !(fn < f)) break;   // no descent left at double precision
     f_of(zn, &gn);
-    for (int i = 0; i < m; ++i) {
-      s[i] = zn[i] - z[i];
-      y[i] = gn[i] - g[i];
-    }
-    const double sy = dot(s, y);
-    if (sy > 1e-14 * std::sqrt(dot(s, s) * dot(y, y))) {
-      if (!scaled) {   // first curvature pair: scale the identity to the observed curvature
-        for (int i = 0; i < m; ++i) H[i * m + i] = sy / dot(y, y);
-        scaled = true;
-      }
-      std::vector<double> Hy(m, 0.0);
-      for (int i = 0; i < m; ++i)
-        for (int k = 0; k < m; ++k) Hy[i] += H[i * m + k] * y[k];
-      const double yHy = dot(y, Hy), rho = 1.0 / sy;
-      for (int i = 0; i < m; ++i)   // H += (1 + rho yHy) rho s s^T - rho (Hy s^T + s Hy^T)
-        for (int k = 0; k < m; ++k)
-          H[i * m + k] += (1.0 + rho * yHy) * rho * s[i] * s[k] - rho * (Hy[i] * s[k] + s[i] * Hy[k]);
-    }
+    H.update(zn, z, gn, g);
     z = zn;
     g = gn;
     f = fn;

@@ -151,7 +151,6 @@ std::function<void(double)> seconds_rule(const std::string& option, double most 
   };
 }
 
-constexpr int kContinue = -1;   // a prolog step's "no exit yet"
 
 // The command line: the run's own options, then every option of the table and the spec's keys as
 // overrides of the spec.

@@ -109,111 +109,139 @@ void print_in_flight(const std::string& dir, size_t shown) {
   }
 }
 
-// One view of the sweep; *running tells whether a run (or its merge) holds the lock.
-int print_status(const std::string& out, bool* running_now) {
-  const std::string dir = out + ".points";
+// What OUT.h5 says: its intact finished rows, its state, its start and the spec hashes to read logs by.
+struct Stored {
   int64_t total = -1;
   std::string state = "unknown", started;
   std::vector<uint64_t> hashes;   // the stored spec hash, and the hash of the stored spec (they differ if damaged)
   std::vector<Seen> seen;
-  io::Verification check;
+  std::vector<std::string> problems;
+};
+
+// Fills `s` as far as the file allows; throws when it cannot be read.
+void read_stored(const std::string& out, Stored* s) {
+  const io::Verification check = io::verify_results_file(out);
+  s->problems = check.problems;
+  if (check.n_points < 0) throw io::IoError(check.problems.empty() ? "unreadable" : check.problems[0]);
+  s->total = check.n_points;
+  s->seen.resize(static_cast<size_t>(s->total));
+  const std::vector<std::string> status = io::read_text_column(out, "/points/status");
+  const std::vector<std::string> analysis = io::read_text_column(out, "/points/analysis_status");
+  const io::File f = io::File::open_read(out);
+  std::vector<double> steps(s->seen.size()), seconds(s->seen.size());
+  io::Rows::open(f, "/metrics/steps_done").read(0, steps.size(), steps.data());
+  io::Rows::open(f, "/metrics/wall_seconds").read(0, seconds.size(), seconds.data());
+  for (size_t k = 0; k < s->seen.size(); ++k) {
+    if (!check.row_intact[k] || status[k] == status_name(Status::pending)) continue;
+    Result r;
+    for (Status st : {Status::ok, Status::diverged, Status::failed, Status::pruned})
+      if (status[k] == status_name(st)) r.status = st;
+    r.analysis_status = analysis[k] == analysis_status_name(AnalysisStatus::failed) ? AnalysisStatus::failed : AnalysisStatus::ok;
+    r.seconds_total = seconds[k];
+    r.steps_done = std::isnan(steps[k]) ? -1 : static_cast<int64_t>(steps[k]);
+    note(s->seen[k], r);
+  }
+  s->state = io::has_attr(f, "/", "sweep_state") ? io::get_attr_string(f, "/", "sweep_state") : "single point";
+  if (io::has_attr(f, "/", "started_utc")) s->started = io::get_attr_string(f, "/", "started_utc");
+  if (io::has_attr(f, "/", "spec_hash")) {
+    try {
+      s->hashes.push_back(std::stoull(io::get_attr_string(f, "/", "spec_hash"), nullptr, 16));
+    } catch (const std::exception&) {}
+    const uint64_t of_spec = sweep::spec_hash(io::get_attr_string(f, "/", "spec"));
+    if (s->hashes.empty() || s->hashes[0] != of_spec) s->hashes.push_back(of_spec);
+  }
+}
+
+// The logs of the spec the file names (the candidate with more records, should one hash be damaged);
+// `seen` becomes the file's points updated by those logs.
+LogView read_logs(const std::string& dir, const Stored& stored, std::vector<Seen>* seen) {
+  *seen = stored.seen;
+  LogView logs;
+  for (uint64_t h : stored.hashes) {
+    std::vector<Seen> s = stored.seen;
+    std::vector<bool> logged(s.size(), false);
+    LogView v = scan(dir, h, s, logged, started_unix(stored.started));
+    if (h == stored.hashes[0] || v.records > logs.records) {
+      logs = std::move(v);
+      *seen = std::move(s);
+    }
+  }
+  return logs;
+}
+
+// The state line's words: the file's state, corrected by whether a run holds the sweep now.
+std::string state_now(const std::string& stored, bool running, const std::string& dir) {
+  if (running) return merge_in_progress(dir) ? "finishing: the merge after a stopped run" : "running";
+  if (stored == "running" || stored == "unknown") return "not running: stopped or killed; continue with --resume";
+  if (stored == "incomplete") return "incomplete, not running: continue with --resume";
+  return stored;
+}
+
+// Successive halving: checkpoints and pruned points per rung.
+void print_rungs(const LogView& logs, const std::vector<Seen>& seen, double seconds) {
+  if (logs.reached.empty()) return;
+  std::printf("rungs      ");
+  for (const auto& [step, points] : logs.reached) {
+    const auto reached = std::count(points.begin(), points.end(), true);
+    int64_t pruned = 0;   // points pruned at this rung: their pruned record stops at its step
+    for (const Seen& p : seen) pruned += p.status == Status::pruned && p.steps == step;
+    std::printf(" step %lld: %lld reached, %lld pruned;", static_cast<long long>(step), static_cast<long long>(reached),
+                static_cast<long long>(pruned));
+  }
+  std::printf(" %.0f core-seconds in the finished points' legs\n", seconds);
+}
+
+// The rate of the latest run, once it finished two points (a resumed sweep's earlier runs and the time
+// between them would dilute it: 0.19 points/s shown for 1.8); over every record if its start is unknown.
+void print_rate(const LogView& logs, int64_t done, int64_t total) {
+  const bool latest = logs.since > 0;
+  const int64_t n = latest ? logs.recent : done;
+  const double span = latest ? logs.recent_last - logs.recent_first : logs.last - logs.first;
+  if (n < 2 || total <= done || span <= 0) return;
+  const double rate = static_cast<double>(n - 1) / span;
+  std::printf("rate        %s; ETA %s\n", rate_text(rate, "points").c_str(), duration_text(static_cast<double>(total - done) / rate).c_str());
+}
+
+// One view of the sweep; *running tells whether a run (or its merge) holds the lock.
+int print_status(const std::string& out, bool* running) {
+  const std::string dir = out + ".points";
+  Stored stored;
   try {
-    check = io::verify_results_file(out);
-    if (check.n_points < 0) throw io::IoError(check.problems.empty() ? "unreadable" : check.problems[0]);
-    total = check.n_points;
-    seen.resize(static_cast<size_t>(total));
-    const std::vector<std::string> status = io::read_text_column(out, "/points/status");
-    const std::vector<std::string> analysis = io::read_text_column(out, "/points/analysis_status");
-    const io::File f = io::File::open_read(out);
-    std::vector<double> steps(seen.size()), seconds(seen.size());
-    io::Rows::open(f, "/metrics/steps_done").read(0, steps.size(), steps.data());
-    io::Rows::open(f, "/metrics/wall_seconds").read(0, seconds.size(), seconds.data());
-    for (int64_t i = 0; i < total; ++i) {
-      const auto k = static_cast<size_t>(i);
-      if (!check.row_intact[k] || status[k] == status_name(Status::pending)) continue;
-      Result r;
-      for (Status s : {Status::ok, Status::diverged, Status::failed, Status::pruned})
-        if (status[k] == status_name(s)) r.status = s;
-      r.analysis_status = analysis[k] == analysis_status_name(AnalysisStatus::failed) ? AnalysisStatus::failed : AnalysisStatus::ok;
-      r.seconds_total = seconds[k];
-      r.steps_done = std::isnan(steps[k]) ? -1 : static_cast<int64_t>(steps[k]);
-      note(seen[k], r);
-    }
-    state = io::has_attr(f, "/", "sweep_state") ? io::get_attr_string(f, "/", "sweep_state") : "single point";
-    if (io::has_attr(f, "/", "started_utc")) started = io::get_attr_string(f, "/", "started_utc");
-    if (io::has_attr(f, "/", "spec_hash")) {
-      try {
-        hashes.push_back(std::stoull(io::get_attr_string(f, "/", "spec_hash"), nullptr, 16));
-      } catch (const std::exception&) {}
-      const uint64_t of_spec = sweep::spec_hash(io::get_attr_string(f, "/", "spec"));
-      if (hashes.empty() || hashes[0] != of_spec) hashes.push_back(of_spec);
-    }
+    read_stored(out, &stored);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "icl-sweep status: cannot read '%s': %s\n", out.c_str(), e.what());
     struct stat st;
     if (::stat(dir.c_str(), &st) != 0) return kExitUsage;
     std::fprintf(stderr, "icl-sweep status: counting the finished points in %s/ instead\n", dir.c_str());
   }
-  for (const std::string& p : check.problems) std::fprintf(stderr, "icl-sweep status: warning: '%s': %s\n", out.c_str(), p.c_str());
-  // The logs of the spec the file names (the candidate with more records, should one hash be damaged).
-  std::vector<Seen> best_seen = seen;
-  std::vector<bool> logged(seen.size(), false);
-  LogView logs;
-  for (uint64_t h : hashes) {
-    std::vector<Seen> s = seen;
-    std::vector<bool> l(seen.size(), false);
-    LogView v = scan(dir, h, s, l, started_unix(started));
-    if (h == hashes[0] || v.records > logs.records) {
-      logs = std::move(v);
-      best_seen = std::move(s);
-      logged = std::move(l);
-    }
-  }
+  for (const std::string& p : stored.problems) std::fprintf(stderr, "icl-sweep status: warning: '%s': %s\n", out.c_str(), p.c_str());
+  std::vector<Seen> seen;
+  const LogView logs = read_logs(dir, stored, &seen);
   std::map<std::string, int64_t> by_status;
   int64_t done = 0, analysis_failed = 0;
   double seconds = 0;
-  for (const Seen& s : best_seen)
+  for (const Seen& s : seen)
     if (s.rank < 5) {
       ++done;
       ++by_status[status_name(s.status)];
       analysis_failed += s.analysis_failed;
       seconds += s.seconds;
     }
-  const bool running = sweep_running(dir);
-  *running_now = running;
-  if (!running && (state == "running" || state == "unknown")) state = "not running: stopped or killed; continue with --resume";
-  else if (!running && state == "incomplete") state = "incomplete, not running: continue with --resume";
-  else if (running) state = merge_in_progress(dir) ? "finishing: the merge after a stopped run" : "running";
-  std::printf("sweep       %s (%s%s)\n", out.c_str(), state.c_str(), started.empty() ? "" : (", started " + started).c_str());
-  std::printf("done        %lld / %s points", static_cast<long long>(done), total >= 0 ? std::to_string(total).c_str() : "?");
+  *running = sweep_running(dir);
+  const std::string& started = stored.started;
+  std::printf("sweep       %s (%s%s)\n", out.c_str(), state_now(stored.state, *running, dir).c_str(),
+              started.empty() ? "" : (", started " + started).c_str());
+  std::printf("done        %lld / %s points", static_cast<long long>(done), stored.total >= 0 ? std::to_string(stored.total).c_str() : "?");
   for (const auto& [k, v] : by_status) std::printf("  %s %lld", k.c_str(), static_cast<long long>(v));
   if (analysis_failed) std::printf("  (analysis failed %lld)", static_cast<long long>(analysis_failed));
   std::printf("\n");
   std::printf("records     %lld in the logs, %lld duplicate%s\n", static_cast<long long>(logs.records), static_cast<long long>(logs.duplicates),
               logs.duplicates == 1 ? "" : "s");
-  if (!logs.reached.empty()) {   // successive halving: checkpoints and pruned points per rung
-    std::printf("rungs      ");
-    for (const auto& [step, points] : logs.reached) {
-      const auto reached = std::count(points.begin(), points.end(), true);
-      int64_t pruned = 0;   // points pruned at this rung: their pruned record stops at its step
-      for (const Seen& p : best_seen) pruned += p.status == Status::pruned && p.steps == step;
-      std::printf(" step %lld: %lld reached, %lld pruned;", static_cast<long long>(step), static_cast<long long>(reached),
-                  static_cast<long long>(pruned));
-    }
-    std::printf(" %.0f core-seconds in the finished points' legs\n", seconds);
-  }
+  print_rungs(logs, seen, seconds);
   if (!logs.stats.problems.empty())
     std::printf("unreadable  %zu record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", logs.stats.problems.size());
-  // The rate of the latest run, once it finished two points (a resumed sweep's earlier runs and the time
-  // between them would dilute it: 0.19 points/s shown for 1.8); over every record if its start is unknown.
-  const bool latest = logs.since > 0;
-  const int64_t n = latest ? logs.recent : done;
-  const double span = latest ? logs.recent_last - logs.recent_first : logs.last - logs.first;
-  if (running && n >= 2 && total > done && span > 0) {
-    const double rate = static_cast<double>(n - 1) / span;
-    std::printf("rate        %s; ETA %s\n", rate_text(rate, "points").c_str(), duration_text(static_cast<double>(total - done) / rate).c_str());
-  }
-  if (running && !merge_in_progress(dir)) print_in_flight(dir, 20);   // after a kill -9, the merge: no point is in flight
+  if (*running) print_rate(logs, done, stored.total);
+  if (*running && !merge_in_progress(dir)) print_in_flight(dir, 20);   // after a kill -9, the merge: no point is in flight
   return kExitOk;
 }
 
