@@ -4,29 +4,24 @@
 #include <exception>
 
 #include "icl/analysis/analysis.hpp"
-#include "icl/analysis/copy.hpp"
-#include "icl/analysis/landscape.hpp"
+#include "icl/analysis/trajectory.hpp"
 #include "icl/base/cancel.hpp"
 #include "icl/train/train.hpp"
 
 namespace icl {
 namespace {
 
-// Training with the measurements along its trajectory: [A24]'s landscape (lsa) or [VO23]'s copy
-// analysis (classic tokens); none in legs (the spec refuses them with successive halving).
+// Training with the measurements along its trajectory that apply to p (analysis/trajectory.hpp), each
+// adding its names to the result; none in legs (the spec refuses them with successive halving).
 Result trained(const Point& p, const std::atomic<bool>* cancel, const Leg& leg, Checkpoint* stopped, LiveTraining* live) {
   Result r;
   if (leg.partial(p)) {
     static_cast<Trained&>(r) = train(p, cancel, nullptr, leg, stopped, live);
-  } else if (copy_applies(p)) {
-    CopyCurve copy(p);
-    static_cast<Trained&>(r) = train(p, cancel, &copy, leg, nullptr, live);
-    r.merge(copy.take());
-  } else {
-    Landscape landscape(p, cancel);
-    static_cast<Trained&>(r) = train(p, cancel, landscape.on() ? &landscape : nullptr, leg, nullptr, live);
-    r.merge(landscape.take());
+    return r;
   }
+  TrainObservers observers(trajectory_observers(p, cancel));
+  static_cast<Trained&>(r) = train(p, cancel, observers.empty() ? nullptr : &observers, leg, nullptr, live);
+  r.merge(observers.take());
   return r;
 }
 

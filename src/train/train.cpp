@@ -193,6 +193,23 @@ int64_t log_step(int K, int j) { return std::llround(std::pow(10.0, static_cast<
 
 }  // namespace
 
+bool TrainObservers::wanted(int64_t step) const {
+  for (const auto& o : list_)
+    if (o->wanted(step)) return true;
+  return false;
+}
+
+void TrainObservers::measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) {
+  for (const auto& o : list_)
+    if (o->wanted(step)) o->measure(step, theta, update);
+}
+
+Analysis TrainObservers::take() {
+  Analysis all;
+  for (const auto& o : list_) all.merge(o->take());
+  return all;
+}
+
 bool is_eval_step(const Point& p, int64_t step) {
   if (step % p.eval_every == 0 || step == p.steps) return true;
   if (p.eval_log <= 0 || step < 1 || step > p.steps) return false;

@@ -33,7 +33,7 @@ class CopyCurve : public TrainObserver {
   explicit CopyCurve(const Point& p);
   bool wanted(int64_t step) const override;
   void measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) override;
-  Analysis take() { return std::move(measured_); }
+  Analysis take() override { return std::move(measured_); }
 
  private:
   const Point& p_;

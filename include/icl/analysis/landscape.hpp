@@ -41,20 +41,23 @@ double robust_condition_number(const std::vector<double>& H);
 // Seed of the fixed landscape set: a constant, so the set never depends on a point's seed.
 constexpr uint64_t kFixedSeed = 0xA24;
 
+// True for the points that measure the landscape (`landscape` set).
+inline bool landscape_applies(const Point& p) { return !p.landscape.empty() || p.landscape_every > 0; }
+
 // Observes a training run (train.hpp) at the steps the point's `landscape` option names.
 class Landscape : public TrainObserver {
  public:
   static constexpr int kNoiseBatches = 32, kFullBatches = 16, kFullMax = 65536;
   // `stop` (optional): polled between the measurement's gradients (cancel.hpp); set, measure throws Cancelled.
   explicit Landscape(const Point& p, const std::atomic<bool>* stop = nullptr);
-  bool on() const { return !p_.landscape.empty() || p_.landscape_every > 0; }
+  bool on() const { return landscape_applies(p_); }
   bool wanted(int64_t step) const override;
   const TaskBatch<double>& fixed_set() const { return fixed_; }
   // Records the measurements at `step` (series landscape_*); `update` is the optimiser's step from
   // theta (empty when there is none, e.g. after the last step).
   void measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) override;
   // What was measured so far (moved out).
-  Analysis take() { return std::move(measured_); }
+  Analysis take() override { return std::move(measured_); }
 
  private:
   const Point& p_;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "icl/base/point.hpp"
@@ -12,13 +13,29 @@
 
 namespace icl {
 
-// Measurements taken along the trajectory (the [A24] landscape, landscape.hpp): at every step s it wants,
-// before that step's update, with `update` the optimiser's step from theta; once more after the last
-// step (update empty) if it wants step `steps`.  Its time is not training time.
+// Measurements taken along the trajectory ([A24]'s landscape, [VO23]'s copy analysis: analysis/trajectory.hpp):
+// at every step s it wants, before that step's update, with `update` the optimiser's step from theta; once
+// more after the last step (update empty) if it wants step `steps`.  Its time is not training time.  What
+// it measured (names of metrics.hpp's registry) is taken when training ends.
 struct TrainObserver {
   virtual ~TrainObserver() = default;
   virtual bool wanted(int64_t step) const = 0;
   virtual void measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) = 0;
+  virtual Analysis take() { return {}; }
+};
+
+// Several observers as one: each measures at the steps it wants, all from the same update; take() merges
+// what each measured.
+class TrainObservers final : public TrainObserver {
+ public:
+  explicit TrainObservers(std::vector<std::unique_ptr<TrainObserver>> list) : list_(std::move(list)) {}
+  bool empty() const { return list_.empty(); }
+  bool wanted(int64_t step) const override;
+  void measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) override;
+  Analysis take() override;
+
+ private:
+  std::vector<std::unique_ptr<TrainObserver>> list_;
 };
 
 // One leg of a training run: from the initialisation or from a checkpoint (`from`), up to step `until`
