@@ -3,17 +3,9 @@
 //   layers = 1 2 3             a list: whitespace-separated values (values never contain spaces)
 //   noise = none               repeated lines add to the option's list
 //   noise = uniform:1 set:1,3
-//   zip = layers lr            these options advance together (lists of equal length)
-//   repeats = 3                replicas of every combination (each with its own seed)
-//   sweep_seed = 0             every point's seed derives from it and the point's index
-//   max_point_memory = 8G      refuse points whose estimated peak memory exceeds this (K/M/G/T binary
-//                              units, off = no limit); default: this machine's memory (or cgroup limit)
-//                              / the ranks on this node.  Not part of the spec's hash.
-//   search = replica lr        successive halving (sweep/halving.hpp): the searched axes,
-//   rungs = 500 1500           the steps at which candidates are compared,
-//   reduction = 3              the best 1/reduction go on at each rung,
-//   rung_metric = test_loss    by this loss at the rung
-// The sweep-level keys (zip to rung_metric) are declared once, in sweep/spec_keys.hpp.
+//   zip = layers lr            a sweep-level key (not an option of a point): zip, repeats, sweep_seed,
+//   repeats = 3                seeds, max_point_memory and successive halving's search, rungs, reduction,
+//                              rung_metric, each declared once in sweep/spec_keys.hpp
 // Options given on the command line replace the file's list for that option.
 // The file must be a regular file of text (no NUL bytes), 1 byte to 1 MiB, and set at least one option:
 // a directory, a FIFO, a device or an empty file is refused, never read as an empty (default) sweep.
