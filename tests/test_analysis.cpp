@@ -548,6 +548,12 @@ TEST(MetricRegistry, DocumentsEveryNameTheAnalysesWrite) {
   EXPECT_TRUE(metric_info("pool_loss_dmmse", &info));
   EXPECT_FALSE(metric_info("loss_nonexistent", &info));
   EXPECT_FALSE(metric_info("adjusted_", &info));
+  // run_point refuses what the registry lacks: a producer that forgets it fails loudly, never silently.
+  Analysis stray;
+  stray.metrics["loss_gd"] = 1.0;
+  EXPECT_NO_THROW(require_registered(stray));
+  stray.series["loss_nonexistent"] = {1.0};
+  EXPECT_THROW(require_registered(stray), std::logic_error);
 }
 
 

@@ -10,6 +10,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "icl/analysis/metrics.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/layout.hpp"
 #include "icl/io/point_log.hpp"
@@ -39,6 +40,12 @@ TEST(Results, TrainedPointRoundTripsThroughHdf5) {
   EXPECT_EQ(io::get_attr_string(f, "/", "spec"), point_to_text(p));
   EXPECT_NE(io::get_attr_string(f, "/", "loss_convention").find("not halved"), std::string::npos);
   EXPECT_FALSE(io::get_attr_string(f, "/", "git_revision").empty());
+  // @methods: the registry's methods in its order, `key<TAB>label<TAB>doc`; every loss_<key> names one.
+  std::string listed;
+  for (const Method& m : methods()) listed += std::string(m.key) + "\t" + m.label + "\t" + m.doc + "\n";
+  EXPECT_EQ(io::get_attr_string(f, "/", "methods"), listed);
+  for (const std::string& n : io::list(f, "/metrics"))
+    if (n.rfind("loss_", 0) == 0) { EXPECT_NE(find_method(n.substr(5)), nullptr) << n; }
   for (const OptionDef& o : option_table()) EXPECT_TRUE(io::exists(f, "/points/" + o.name)) << o.name;
   EXPECT_EQ(io::read_text_column(path, "/points/noise")[0], "set:1,3");
   EXPECT_EQ(io::read_int64(f, "/points/layers")[0], 2);

@@ -1,6 +1,7 @@
 // The registry of metrics.hpp.  Losses are plain MSE (result.hpp); [VO23] and [V24] report half of it.
 #include "icl/analysis/metrics.hpp"
 
+#include <stdexcept>
 #include <utility>
 
 #include "icl/analysis/baselines.hpp"
@@ -184,6 +185,16 @@ bool metric_info(const std::string& name, MetricInfo* info) {
     return true;
   }
   return false;
+}
+
+void require_registered(const Analysis& a) {
+  MetricInfo info;
+  for (const auto& kv : a.metrics)
+    if (!metric_info(kv.first, &info))
+      throw std::logic_error("metric '" + kv.first + "' is not in the registry (src/analysis/metrics.cpp)");
+  for (const auto& kv : a.series)
+    if (!metric_info(kv.first, &info))
+      throw std::logic_error("series '" + kv.first + "' is not in the registry (src/analysis/metrics.cpp)");
 }
 
 }  // namespace icl

@@ -22,6 +22,7 @@ const std::vector<Entry>& layout() {
       {"@spec", Shape::attribute, "text", "", "the sweep's canonical spec, or every option as `name = value` for `train`", ""},
       {"@written_utc, @n_points", Shape::attribute, "text, int64", "", "when the file was written; P, its number of rows", ""},
       {"@loss_convention, @normalisation_convention, @analysis_convention", Shape::attribute, "text", "", "plain MSE, never halved; c = 1/n or 1; how the analyses measure (iterative Newton's start alpha included)", ""},
+      {"@methods", Shape::attribute, "text", "", "the predictors of the analyses (the registry of `src/analysis/metrics.cpp`), one `key<TAB>label<TAB>doc` line each in the registry's order: `loss_<key>` and the other families name them; the Python tools take methods and legend labels from here", ""},
       {"@layout", Shape::attribute, "text", "", "this table, one `path shape type index` line per dataset entry (the Python loader reads it)", ""},
       {"@spec_hash, @spec_file, @sweep_state, @rank_count, @started_utc, @ended_utc", Shape::attribute, "text, int64", "",
        "sweeps only; `sweep_state` is `running`, `incomplete` or `complete`", ""},

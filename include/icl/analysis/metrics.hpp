@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "icl/base/result.hpp"
+
 namespace icl {
 
 // A predictor the analyses evaluate: the trained model or a reference algorithm (docs/science.md sections 4-5).
@@ -28,5 +30,10 @@ struct MetricInfo {
 };
 // False when `name` is not in the registry.
 bool metric_info(const std::string& name, MetricInfo* info);
+
+// Throws std::logic_error naming the first name of `a` not in the registry: run_point checks what training's
+// observers and the analyses produce, so an unregistered name fails its point (or its analysis) loudly,
+// in any run, instead of reaching a file without its doc and label.
+void require_registered(const Analysis& a);
 
 }  // namespace icl

@@ -47,7 +47,7 @@ def loss_vs_axis(r):
             every = np.concatenate(list(lines.values()))
             floor = plot.EXACT * r.scale(np.nanmin(metrics["test_loss"][every]))
             mixed_depths = x != "layers" and len(set(r.sweep.points["layers"][every])) > 1
-            for key, _, _ in plot.BASELINES:
+            for key in plot.baseline_keys():
                 if f"loss_{key}" not in metrics or (key == "pgd" and _same(metrics["loss_pgd"], metrics["loss_gd"], every)):
                     continue
                 if mixed_depths and key in DEPTH_BASELINES:   # K = L steps: one line per depth would be needed

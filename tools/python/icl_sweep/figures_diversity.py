@@ -54,7 +54,7 @@ def task_diversity(r):
                         **plot.model_style(i))
         for metric, key, dash in (("loss_dmmse", "dmmse", "--"), ("pool_loss_dmmse", "dmmse", ":"),
                                   ("loss_bayes", "bayes", "--"), ("pool_loss_bayes", "bayes", ":")):
-            colour, _ = plot.BASELINE[key]
+            colour, _ = plot.style(key)
             where = "fresh" if metric.startswith("loss_") else "pool"
             values = np.array(series(metric), dtype=float)
             values[values < plot.EXACT * best] = np.nan   # exact (dMMSE identifies a small pool's task): off the axis
@@ -82,7 +82,7 @@ def context_curve(r):
         xs = r.sweep.analysis("context_length")[idx[0]]
         for ref in ("zero", "bayes", "gd", "gdpp", "dmmse"):
             rows = r.sweep.analysis(f"context_loss_{ref}")[idx]
-            if rows.size and ref in plot.BASELINE:
+            if rows.size:
                 plot.baseline_line(ax, xs, stats(r.scale(rows))[0], ref)
         plot.band(ax, xs, r.scale(r.sweep.analysis("context_loss_tf")[idx]), "trained", **plot.model_style(0))
         ax.axvline(r.sweep.points["n"][idx[0]], color="#aaaaaa", linewidth=4, alpha=0.5, label="training n")

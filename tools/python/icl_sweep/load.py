@@ -50,9 +50,13 @@ class Sweep:
             self.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
             self.points = {k: _column(v) for k, v in f["points"].items()}
             self.metrics = {k: v[:] for k, v in f["metrics"].items()}
-            # Legend label of every method, {key: label}, from the registry's attributes of /metrics/loss_<key>.
-            self.labels = {k[len("loss_"):]: _text(v.attrs["label"]) for k, v in f["metrics"].items()
-                           if k.startswith("loss_") and "label" in v.attrs}
+            # The analyses' methods, [(key, label)] in the registry's order (@methods), and {key: label};
+            # files written before @methods existed: the labels of /metrics/loss_<key>, in file order.
+            self.methods = [tuple(line.split("\t")[:2]) for line in self.attrs.get("methods", "").splitlines() if line]
+            if not self.methods:
+                self.methods = [(k[len("loss_"):], _text(v.attrs["label"])) for k, v in f["metrics"].items()
+                                if k.startswith("loss_") and "label" in v.attrs]
+            self.labels = dict(self.methods)
             self.layer_loss = f["layers/test_loss"][:]
             self.curves = {k: v[:] for k, v in f["curves"].items()}
             self.analysis_names = sorted(f["analysis"].keys()) if "analysis" in f else []

@@ -9,40 +9,53 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from .groups import stats  # noqa: E402
 
-# Styles of the baselines of /metrics/loss_<key> and /analysis/*_loss_<key>, in legend order: (key, colour,
-# dash).  Their legend labels come from the file: the registry of the C++ analyses (metrics.hpp) stores
-# each as the `label` attribute of /metrics/loss_<key>; use_labels() installs a file's labels.
-BASELINES = (
-    ("zero", "#999999", (0, (1, 1))),
-    ("ols", "#8c564b", (0, (5, 2))),
-    ("ridge", "#bcbd22", (0, (5, 2))),
-    ("const_rr", "#17becf", (0, (5, 2))),
-    ("ada_rr", "#9467bd", (0, (5, 2))),
-    ("tuned_rr", "#e377c2", (0, (5, 2))),
-    ("oracle_ridge", "#7f7f7f", (0, (3, 1, 1, 1))),
-    ("bayes", "#000000", (0, (3, 1, 1, 1))),
-    ("gd", "#d62728", (0, (6, 2))),
-    ("pgd", "#ff7f0e", (0, (6, 2))),
-    ("gdpp", "#2ca02c", (0, (6, 2))),
-    ("gdpp_tied", "#98df8a", (0, (2, 2))),
-    ("dmmse", "#1b9e77", (0, (4, 1, 1, 1))),
-    ("newton", "#7570b3", (0, (1, 2))),
-)
-BASELINE = {key: (colour, dash) for key, colour, dash in BASELINES}
+# The baselines are the methods of the file's @methods (the registry of the C++ analyses, metrics.hpp:
+# keys and legend labels, in its order) other than the trained model; use_methods() installs a file's.
+# Their styles, by key: (colour, dash).  A method without one here (new in the registry) gets a grey.
+STYLE = {
+    "zero": ("#999999", (0, (1, 1))),
+    "ols": ("#8c564b", (0, (5, 2))),
+    "ridge": ("#bcbd22", (0, (5, 2))),
+    "const_rr": ("#17becf", (0, (5, 2))),
+    "ada_rr": ("#9467bd", (0, (5, 2))),
+    "tuned_rr": ("#e377c2", (0, (5, 2))),
+    "oracle_ridge": ("#7f7f7f", (0, (3, 1, 1, 1))),
+    "bayes": ("#000000", (0, (3, 1, 1, 1))),
+    "gd": ("#d62728", (0, (6, 2))),
+    "pgd": ("#ff7f0e", (0, (6, 2))),
+    "gdpp": ("#2ca02c", (0, (6, 2))),
+    "gdpp_tied": ("#98df8a", (0, (2, 2))),
+    "dmmse": ("#1b9e77", (0, (4, 1, 1, 1))),
+    "newton": ("#7570b3", (0, (1, 2))),
+}
+MODEL_METHODS = ("tf", "tf_unclipped")   # the trained model itself, not a baseline
+METHODS = []   # [(key, label)] of the file in use
 LABELS = {}
 
 
-def use_labels(labels):
-    """The legend labels of the methods, {key: label}, as a results file stores them (Sweep.labels)."""
-    LABELS.update(labels)
+def use_methods(methods):
+    """The methods of a results file, [(key, label)] in the registry's order (Sweep.methods)."""
+    METHODS[:] = list(methods)
+    LABELS.update(dict(methods))
 
 
 def method_label(key):
     return LABELS.get(key, key)
 
 
+def baseline_keys():
+    """The baselines of the file in use, in the registry's order (every styled one before any is installed)."""
+    keys = [k for k, _ in METHODS] if METHODS else list(STYLE)
+    return [k for k in keys if k not in MODEL_METHODS]
+
+
+def style(key):
+    return STYLE.get(key, ("#bbbbbb", (0, (2, 1))))
+
+
 def baseline_labels():
-    return [method_label(key) for key, _, _ in BASELINES]
+    return [method_label(key) for key in baseline_keys()]
+
 
 
 MODEL_COLOURS = ("#1f77b4", "#6a3d9a", "#8c564b", "#008080", "#808000", "#000080", "#c51b7d", "#b8860b",
@@ -100,7 +113,7 @@ def band(ax, x, rows, label, replicas_note=True, **style):
 def baseline_line(ax, x, values, key, floor=TINY):
     """A baseline as a dashed line; values at or below floor (exact: e.g. ridge on noiseless tasks with
     n > d) are not drawn. Returns whether anything was drawn."""
-    colour, dash = BASELINE[key]
+    colour, dash = style(key)
     name = method_label(key)
     values = np.asarray(values, dtype=float)
     ok = np.isfinite(values) & (values > floor)

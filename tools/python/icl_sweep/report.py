@@ -90,7 +90,7 @@ def main(argv=None):
     except (OSError, ValueError) as e:
         usage_error("file", args.file, f"not a readable icl-sweep results file ({e})")
     stages.done(f"read {sweep.size} points")
-    plot.use_labels(sweep.labels)
+    plot.use_methods(sweep.methods)
     searched = re.search(r"^search = (.*)$", sweep.attrs.get("spec", ""), re.M)
     if searched and not args.best:   # successive halving: each condition's survivor, as --best over the searched axes
         args.best = [a for a in searched.group(1).split() if a == "replica" or len(np.unique(sweep.points[a])) > 1]
