@@ -53,6 +53,13 @@ grep -q "^points      4 (2 replicas" <<<"$out" || { echo "FAIL: --repeats overri
 out=$("$bin" run "$dir/spec.ini" --repeats 0 --dry-run 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "command line: 'repeats' = '0': must be one integer >= 1" <<<"$out" \
   || { echo "FAIL: --repeats 0: rc $rc: $out"; fail=1; }
+# status and verify of a FIFO named OUT.h5: refused at once, naming it (HDF5 would block opening it: it hung).
+mkfifo "$dir/fifo.h5"
+for cmd in status verify; do
+  out=$(timeout 20 "$bin" $cmd "$dir/fifo.h5" 2>&1); rc=$?
+  [ $rc -ne 124 ] && [ $rc -ne 0 ] && grep -qF "is a FIFO: a results file is a regular HDF5 file" <<<"$out" \
+    || { echo "FAIL: $cmd of a FIFO: rc $rc: $out"; fail=1; }
+done
 # Every preset validates (a dry run: exit 0, nothing written), and every paper preset has a reduced variant.
 root=$(cd "$(dirname "$0")/.." && pwd)
 for spec in "$root"/jobs/presets/*.ini "$root"/jobs/presets/reduced/*.ini; do

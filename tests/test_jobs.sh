@@ -287,6 +287,11 @@ echo "  (decision tests: $((SECONDS - t0)) s)"
 msg=$(ICL_EXPECT_RANKS=2 mpiexec -n 1 "$bin" run "$src/specs/sweep_kill.ini" -o "$dir/expect.h5" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "started as 1 rank but the job expects 2 (ICL_EXPECT_RANKS)" <<<"$msg" && ! ls -d "$dir"/expect.h5* 2>/dev/null \
   && ok "a rank count other than ICL_EXPECT_RANKS: exit 2, nothing written: $msg" || fail "ICL_EXPECT_RANKS: exit $rc: $msg; $(ls -d "$dir"/expect.h5*)"
+for want in 1x 0 -1 1.0; do   # not a rank count: refused (strtol read "1x" as 1 and ran the sweep)
+  msg=$(ICL_EXPECT_RANKS="$want" mpiexec -n 1 "$bin" run "$src/specs/sweep_kill.ini" -o "$dir/expect.h5" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q "ICL_EXPECT_RANKS = '$want': must be a whole number of ranks" <<<"$msg" && ! ls -d "$dir"/expect.h5* 2>/dev/null \
+    && ok "ICL_EXPECT_RANKS='$want': exit 2, nothing written" || fail "ICL_EXPECT_RANKS='$want': exit $rc: $msg; $(ls -d "$dir"/expect.h5*)"
+done
 
 # The PBS chain, for real, with a fake qsub: 8 s jobs with a 2 s warning for a ~9 s sweep (its longest point
 # takes up to 5 s when another process holds one of the two cores: the window must hold it).  On a machine

@@ -185,6 +185,8 @@ void add_run_options(po::options_description& desc) {
   }
 }
 
+constexpr long long kMaxRanks = 1LL << 30;
+
 // kContinue, or the exit code (usage errors and --help printed by rank 0).
 int parse_run_args(int argc, char** argv, RunArgs* args) {
   const bool root = par::rank() == 0;
@@ -226,13 +228,22 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   // The job scripts set ICL_EXPECT_RANKS to the tasks they asked for: a launcher that does not join the
   // ranks into one MPI job (srun whose MPI plugin does not match this MPI: each task starts as a singleton
   // of 1 rank) is refused here, before anything is written, instead of running the sweep N times over.
-  if (const char* want = std::getenv("ICL_EXPECT_RANKS"); want && *want && std::strtol(want, nullptr, 10) != par::size()) {
-    if (root)
-      std::cerr << "icl-sweep run: started as " << par::size() << " rank" << (par::size() > 1 ? "s" : "")
-                << " but the job expects " << want << " (ICL_EXPECT_RANKS): the launcher did not join the tasks into "
-                << "one MPI job; with srun, its MPI plugin must match this MPI's process manager interface (Open MPI: "
-                << "srun --mpi=pmix; see srun --mpi=list), or launch with mpirun\n";
-    return kExitUsage;
+  if (const char* want = std::getenv("ICL_EXPECT_RANKS"); want && *want) {
+    long long expected = 0;
+    if (!sweep::parse_int(want, 1, kMaxRanks, &expected)) {
+      if (root)
+        std::cerr << "icl-sweep run: environment ICL_EXPECT_RANKS = '" << want << "': must be a whole number of ranks "
+                  << "from 1 to " << kMaxRanks << " (the job scripts set it to the tasks they asked for)\n";
+      return kExitUsage;
+    }
+    if (expected != par::size()) {
+      if (root)
+        std::cerr << "icl-sweep run: started as " << par::size() << " rank" << (par::size() > 1 ? "s" : "")
+                  << " but the job expects " << want << " (ICL_EXPECT_RANKS): the launcher did not join the tasks into "
+                  << "one MPI job; with srun, its MPI plugin must match this MPI's process manager interface (Open MPI: "
+                  << "srun --mpi=pmix; see srun --mpi=list), or launch with mpirun\n";
+      return kExitUsage;
+    }
   }
   return kContinue;
 }

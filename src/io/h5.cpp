@@ -2,6 +2,8 @@
 
 #include "icl/io/io_stats.hpp"
 
+#include <sys/stat.h>
+
 #include <hdf5.h>
 
 #include <algorithm>
@@ -217,6 +219,12 @@ hid_t open_file(const std::string& path, bool create, unsigned flags) {
     check(H5Pset_libver_bounds(static_cast<hid_t>(fapl.id()), H5F_LIBVER_V18, H5F_LIBVER_LATEST), "H5Pset_libver_bounds", ctx);
     return check(H5Fcreate(path.c_str(), flags, H5P_DEFAULT, static_cast<hid_t>(fapl.id())), "H5Fcreate", ctx);
   }
+  // HDF5 would block in open(2) on a FIFO (status or verify of a FIFO named OUT.h5 hung): only a regular
+  // file (or a missing one, which H5Fopen reports) reaches it.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    fail(std::string("is ") + (S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : "not a regular file") +
+             ": a results file is a regular HDF5 file", ctx);
   return check(H5Fopen(path.c_str(), flags, H5P_DEFAULT), "H5Fopen", ctx);
 }
 
