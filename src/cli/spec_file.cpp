@@ -150,6 +150,13 @@ bool read_spec(const std::string& path, const Overrides& overrides,
     errors->push_back("spec '" + path + "': " + why);
     return false;
   }
+  return parse_spec(text, path, overrides, spec, errors);
+}
+
+bool parse_spec(const std::string& text, const std::string& path, const Overrides& overrides, sweep::Spec* spec,
+                std::vector<std::string>* errors) {
+  errors->clear();
+  *spec = sweep::Spec{};
   po::options_description desc;
   for (const OptionDef& o : option_table())
     desc.add_options()(o.name.c_str(), po::value<std::vector<std::string>>()->composing());

@@ -11,7 +11,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -118,9 +117,10 @@ io::Attributes run_provenance(const std::string& out, bool with_end) {
   return keep;
 }
 
-// The grid of `spec_file`, or else of the spec stored in OUT.h5 (read as `run` reads a spec file).
+// The grid of `spec_file`, or else of the spec stored in OUT.h5 (parsed as `run` parses a spec file).
 bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Spec* spec, sweep::Grid* grid, std::string* why) {
-  char path[] = "/tmp/icl-verify-spec-XXXXXX";
+  std::vector<std::string> errors;
+  bool ok = false;
   if (spec_file.empty()) {
     std::string text;
     try {
@@ -129,14 +129,11 @@ bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Sp
       *why = e.what();
       return false;
     }
-    const int fd = ::mkstemp(path);
-    if (fd < 0) { *why = "cannot create a temporary file"; return false; }
-    ::close(fd);
-    std::ofstream(path) << text;
+    ok = parse_spec(text, out + " (its stored spec)", {}, spec, &errors);
+  } else {
+    ok = read_spec(spec_file, {}, spec, &errors);
   }
-  std::vector<std::string> errors;
-  const bool ok = read_spec(spec_file.empty() ? path : spec_file, {}, spec, &errors) && sweep::expand_sweep(*spec, grid, &errors);
-  if (spec_file.empty()) ::unlink(path);
+  ok = ok && sweep::expand_sweep(*spec, grid, &errors);
   if (!ok) *why = errors.empty() ? "the spec does not parse" : errors[0];
   return ok;
 }

@@ -27,4 +27,8 @@ using Overrides = std::vector<std::pair<std::string, std::vector<std::string>>>;
 bool read_spec(const std::string& path, const Overrides& overrides,
                sweep::Spec* spec, std::vector<std::string>* errors);
 
+// The same for a spec's text (e.g. the one stored in OUT.h5); `path` names it in messages.
+bool parse_spec(const std::string& text, const std::string& path, const Overrides& overrides, sweep::Spec* spec,
+                std::vector<std::string>* errors);
+
 }  // namespace icl::cli
