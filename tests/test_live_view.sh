@@ -16,6 +16,11 @@ out=$(timeout -s KILL 20 "$bin" train --d 3 --n 10 --steps 50 --eval_tasks 16 --
 [ $rc -eq 2 ] && grep -qF "option 'progress' = '1e+10'" <<<"$out" && [ ! -e "$dir/t.h5" ] && ok "train --progress 1e10 refused" || fail "train --progress 1e10: exit $rc: $(head -c 300 <<<"$out")"
 out=$(timeout -s KILL 20 "$bin" run "$src/specs/sweep_diverge.ini" -o "$dir/r.h5" --live-every 1e10 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "option '--live-every' = '1e+10'" <<<"$out" && [ ! -e "$dir/r.h5" ] && ok "run --live-every 1e10 refused" || fail "run --live-every 1e10: exit $rc: $(head -c 300 <<<"$out")"
+for opt in live-every merge-every progress; do   # a period near 0 rewrote files in a busy loop: refused
+  out=$(timeout -s KILL 20 "$bin" run "$src/specs/sweep_diverge.ini" -o "$dir/r.h5" --$opt 1e-9 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -qF "option '--$opt' = '1e-09': must be 0 (never) or at least 0.1 seconds" <<<"$out" && [ ! -e "$dir/r.h5" ] \
+    && ok "run --$opt 1e-9 refused" || fail "run --$opt 1e-9: exit $rc: $(head -c 300 <<<"$out")"
+done
 out=$(timeout -s KILL 30 "$bin" train --d 3 --n 10 --steps 50 --eval_tasks 16 --batch 16 --progress 86400 2>&1); rc=$?
 [ $rc -eq 0 ] && ok "train --progress 86400 runs and ends" || fail "train --progress 86400: exit $rc"
 

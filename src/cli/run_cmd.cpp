@@ -136,13 +136,20 @@ void print_summary(const SweepOutput& output) {
   if (g.size() > 200) std::printf("... (%lld points in all)\n", static_cast<long long>(g.size()));
 }
 
-// A notifier: a number of seconds must be finite and >= 0.
+// A period in seconds: 0 (never), or from kLeastPeriod (a smaller one rewrites files or prints lines in a busy
+// loop: a load on a parallel file system, for nothing) to `most` if given.
+constexpr double kLeastPeriod = 0.1;
 std::function<void(double)> seconds_rule(const std::string& option, double most = 0) {
   return [option, most](double v) {
     std::ostringstream text;
     text << v;
     if (!std::isfinite(v) || v < 0)
       throw po::error("option '--" + option + "' = '" + text.str() + "': must be a finite number of seconds >= 0 (0 = never)");
+    if (v > 0 && v < kLeastPeriod) {
+      std::ostringstream least;
+      least << kLeastPeriod;
+      throw po::error("option '--" + option + "' = '" + text.str() + "': must be 0 (never) or at least " + least.str() + " seconds");
+    }
     if (most > 0 && v > most) {   // a condition variable's wait_for overflows past ~9e9 s and returns at once
       std::ostringstream limit;
       limit << most;
@@ -150,6 +157,7 @@ std::function<void(double)> seconds_rule(const std::string& option, double most 
     }
   };
 }
+
 
 
 // The command line: the run's own options, then every option of the table and the spec's keys as
