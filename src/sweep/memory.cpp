@@ -5,8 +5,8 @@
 //   LaneModel<T> (model.cpp): (L+1) D N lanes of layer inputs, 2 L H D^2 lanes of gradient accumulators,
 //     2 D N of backward scratch; linear: 2 L D^2 + L H D^2 + 3 D^2 lanes of caches; softmax:
 //     L H (2 D N + n N) + 2 D N + n N lanes.  Objective<T> adds P, Q (T) and dP, dQ (double).
-//   train.cpp keeps the batch, the evaluation set, Objective<T>, the landscape's Objective<double> and
-//     its sets, and the curves alive through analyse_point (analysis.cpp), which adds its tuning sets
+//   training keeps the batch, the evaluation set, Objective<T> (train.cpp), the landscape observer's Objective<double> and
+//     its sets, and the curves alive through analyse (analysis.cpp), which adds its tuning sets
 //     (AnalysisSets), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (3 TaskSpectrum of
 //     three d-vectors each), three readouts (layers + d doubles per task), and an out-of-distribution
 //     set of 1000 tasks at context length 2n with its model.
