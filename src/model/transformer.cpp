@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "icl/base/check.hpp"
 #include "icl/base/rng.hpp"
@@ -187,6 +190,28 @@ AttnKind attn_kind(Attention a) {
 
 }  // namespace
 
+std::vector<TransformerBuffer> transformer_buffers(const TransformerShape& s) {
+  const size_t T = s.T, nk = s.T - 1, Ls = s.layers, ET = static_cast<size_t>(s.E) * T,
+               HT = static_cast<size_t>(s.heads) * s.key * T, ST = static_cast<size_t>(s.heads) * nk * T,
+               FT = static_cast<size_t>(s.widening) * s.E * T, E0T = static_cast<size_t>(s.E_emb) * T,
+               F0T = static_cast<size_t>(s.widening) * s.E_emb * T, XT = static_cast<size_t>(s.d_tok) * T;
+  std::vector<TransformerBuffer> b = {
+      {"X0", XT}, {"emb", E0T}, {"demb", E0T}, {"dX0", XT},                  // raw tokens, the embedding
+      {"H", (Ls + 1) * ET}, {"X1", Ls * ET}, {"xhat1", Ls * ET}, {"rstd1", Ls * T},   // per layer: tokens, LN_1
+      {"q", Ls * HT}, {"k", Ls * HT}, {"v", Ls * HT}, {"att", Ls * HT},      // projections, head outputs
+      {"S", Ls * ST}, {"Pm", Ls * ST}, {"A", Ls * ST}, {"Hm", Ls * ET},      // scores, residual
+      {"dH", ET}, {"dX", ET}, {"dq", HT}, {"dk", HT}, {"dv", HT}, {"dO", HT}, {"dA", nk * T}};   // backward scratch
+  if (s.embed == Embed::mlp)
+    for (const char* n : {"embU", "embG", "dembU"}) b.push_back({n, F0T});
+  if (s.mlp) {
+    for (const char* n : {"X2", "xhat2"}) b.push_back({n, Ls * ET});
+    b.push_back({"rstd2", Ls * T});
+    for (const char* n : {"U", "G"}) b.push_back({n, Ls * FT});
+    for (const char* n : {"dU", "dG"}) b.push_back({n, FT});
+  }
+  return b;
+}
+
 template <class T>
 struct LaneTransformer<T>::Impl {
   using L = Lane<T>;
@@ -212,42 +237,28 @@ struct LaneTransformer<T>::Impl {
       : s(shape), layout(shape), T_(shape.T), nk(shape.T - 1), E(shape.E), HK(shape.heads * shape.key),
         F(shape.widening * shape.E), E0(shape.E_emb), F0(shape.widening * shape.E_emb) {
     ICL_CHECK(s.pe != PosEnc::add || s.pe_size == E0);
-    const size_t Ls = s.layers, ET = static_cast<size_t>(E) * T_, HT = static_cast<size_t>(HK) * T_,
-                 ST = static_cast<size_t>(s.heads) * nk * T_, FT = static_cast<size_t>(F) * T_;
     W.assign(layout.size(), T(0));
     dW.assign(layout.size(), L{});
     pe.resize(static_cast<size_t>(T_) * s.pe_size);
     for (int t = 0; t < T_; ++t)
       for (int c = 0; c < s.pe_size; ++c) pe[t * s.pe_size + c] = static_cast<T>(positional_encoding(t, c, s.pe_size));
-    X0.assign(static_cast<size_t>(s.d_tok) * T_, L{});
-    emb.assign(static_cast<size_t>(E0) * T_, L{});
-    if (s.embed == Embed::mlp) {
-      embU.assign(static_cast<size_t>(F0) * T_, L{});
-      embG.assign(embU.size(), L{});
-      dembU.assign(embU.size(), L{});
-    }
-    demb.assign(emb.size(), L{});
-    H.assign((Ls + 1) * ET, L{});
-    X1.assign(Ls * ET, L{});
-    xhat1.assign(Ls * ET, L{});
-    rstd1.assign(Ls * T_, L{});
-    for (LaneVec<T>* x : {&q, &k, &v, &att}) x->assign(Ls * HT, L{});
-    for (LaneVec<T>* x : {&S, &Pm, &A}) x->assign(Ls * ST, L{});
-    Hm.assign(Ls * ET, L{});
-    if (s.mlp) {
-      X2.assign(Ls * ET, L{});
-      xhat2.assign(Ls * ET, L{});
-      rstd2.assign(Ls * T_, L{});
-      U.assign(Ls * FT, L{});
-      G.assign(Ls * FT, L{});
-      dU.assign(FT, L{});
-      dG.assign(FT, L{});
-    }
-    dX0.assign(X0.size(), L{});
-    dH.assign(ET, L{});
-    dX.assign(ET, L{});
-    for (LaneVec<T>* x : {&dq, &dk, &dv, &dO}) x->assign(HT, L{});
-    dA.assign(static_cast<size_t>(nk) * T_, L{});
+    for (const TransformerBuffer& b : transformer_buffers(s)) buffer(b.name)->assign(b.lanes, L{});
+  }
+
+  // The buffer transformer_buffers names.
+  LaneVec<T>* buffer(const std::string& name) {
+    static const std::pair<const char*, LaneVec<T> Impl::*> members[] = {
+        {"X0", &Impl::X0}, {"emb", &Impl::emb}, {"embU", &Impl::embU}, {"embG", &Impl::embG}, {"H", &Impl::H},
+        {"X1", &Impl::X1}, {"xhat1", &Impl::xhat1}, {"rstd1", &Impl::rstd1}, {"q", &Impl::q}, {"k", &Impl::k},
+        {"v", &Impl::v}, {"att", &Impl::att}, {"S", &Impl::S}, {"Pm", &Impl::Pm}, {"A", &Impl::A}, {"Hm", &Impl::Hm},
+        {"X2", &Impl::X2}, {"xhat2", &Impl::xhat2}, {"rstd2", &Impl::rstd2}, {"U", &Impl::U}, {"G", &Impl::G},
+        {"dX0", &Impl::dX0}, {"dH", &Impl::dH}, {"dX", &Impl::dX}, {"dq", &Impl::dq}, {"dk", &Impl::dk},
+        {"dv", &Impl::dv}, {"dA", &Impl::dA}, {"dO", &Impl::dO}, {"dU", &Impl::dU}, {"dG", &Impl::dG},
+        {"demb", &Impl::demb}, {"dembU", &Impl::dembU}};
+    for (const auto& [n, m] : members)
+      if (name == n) return &(this->*m);
+    ICL_CHECK(!"a buffer of transformer_buffers without its member");
+    return nullptr;
   }
 
   // Views of the per-layer blocks.

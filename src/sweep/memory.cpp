@@ -6,14 +6,12 @@
 //     2 D N of backward scratch; linear: 2 L D^2 + L H D^2 + 3 D^2 lanes of caches; softmax:
 //     L H (2 D N + n N) + 2 D N + n N lanes.  Objective<T> adds P, Q (T) and dP, dQ (double).
 //   training keeps the batch, the evaluation set, Objective<T> (train.cpp), the landscape observer's Objective<double> and
-//     its sets, and the curves alive through analyse (analysis.cpp), which adds its tuning sets
+//     its sets (when it applies), and the curves alive through analyse (analysis.cpp), which adds its tuning sets
 //     (AnalysisSets), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (3 TaskSpectrum of
 //     three d-vectors each), three readouts (layers + d doubles per task), and an out-of-distribution
 //     set of 1000 tasks at context length 2n with its model.
-//   LaneTransformer<T> (transformer.cpp, arch = transformer): per layer the tokens, LN_1's output and
-//     normalised input, q, k, v and the head outputs, three score blocks (S, softmax, weights), the
-//     residual after attention and, with an MLP, LN_2's two blocks and two hidden blocks; the embedding's
-//     blocks, the backward scratch, and theta as T plus a lane accumulator per parameter.
+//   LaneTransformer<T> (transformer.cpp, arch = transformer): its buffers as transformer_buffers declares
+//     them (the constructor allocates from the same list), and theta as T plus a lane accumulator each.
 #include "icl/sweep/memory.hpp"
 
 #include "icl/analysis/analysis.hpp"
@@ -52,14 +50,13 @@ double objective_bytes(double L, double H, double d, double n, bool softmax, dou
   return model_bytes(L, H, d, n, softmax, s) + L * H * (d + 1) * (d + 1) * (2 * s + 16);
 }
 
+// The transformer's buffers as its constructor allocates them (transformer_buffers), and theta in T and as
+// lane accumulators.
 double transformer_bytes(const Point& p, double s) {
   const TransformerShape t = transformer_shape(p);
-  const double T = t.T, nk = t.T - 1, E = t.E, HK = double(t.heads) * t.key, F = double(t.widening) * t.E,
-               L = t.layers, S = t.heads * nk * T, params = transformer_param_count(t);
-  double lanes = (L + 1) * E * T + L * (3 * E * T + T + 4 * HK * T + 3 * S);
-  if (t.mlp) lanes += L * (2 * E * T + T + 2 * F * T) + 2 * F * T;
-  lanes += (t.d_tok + 3 * t.E_emb + 3 * double(t.widening) * t.E_emb) * T;   // tokens, embedding
-  lanes += 2 * E * T + 4 * HK * T + nk * T;                                   // backward scratch
+  double lanes = 0;
+  for (const TransformerBuffer& b : transformer_buffers(t)) lanes += static_cast<double>(b.lanes);
+  const double params = transformer_param_count(t);
   return kLane * (lanes + params) + params * s;
 }
 
@@ -89,14 +86,14 @@ PointMemory estimate_memory(const Point& p) {
   // The task pool (d x M doubles) lives in the training law and, during the analysis, in its pool law.
   m.training_batch = batch_bytes(B, d, n, s) + 8 * d * static_cast<double>(p.task_pool);
   m.evaluation_set = batch_bytes(E, d, n, s);
-  // Objective<T> for training, the landscape's Objective<double> (always built), theta, g, Adam state
-  // and the landscape probe copies.
+  // Objective<T> for training, theta, g, Adam state and the landscape probe copies.
   m.model = p.arch == Arch::transformer
                 ? transformer_bytes(p, s) + 10 * 8 * transformer_param_count(transformer_shape(p))
-                : objective_bytes(L, H, d, n, softmax, s) + objective_bytes(L, H, d, n, softmax, 8) + 10 * 8 * params;
-  if (!p.landscape.empty() || p.landscape_every > 0)
-    m.landscape = batch_bytes(std::min(kFullBatches * B, double(kFullMax)), d, n, 8) + kNoiseBatches * batch_bytes(B, d, n, 8) +
-                  batch_bytes(p.hessian_tasks, d, n, 8);
+                : objective_bytes(L, H, d, n, softmax, s) + 10 * 8 * params;
+  // The landscape observer (built only when it applies: analysis/trajectory.cpp): its Objective<double> and sets.
+  if (landscape_applies(p))
+    m.landscape = objective_bytes(L, H, d, n, softmax, 8) + batch_bytes(std::min(kFullBatches * B, double(kFullMax)), d, n, 8) +
+                  kNoiseBatches * batch_bytes(B, d, n, 8) + batch_bytes(p.hessian_tasks, d, n, 8);
   // Records of the curves (step, train, test), held in the result and once more when it is stored.
   m.curves = 2 * 24 * static_cast<double>(eval_record_bound(p));
   if (p.analysis) {

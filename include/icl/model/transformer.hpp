@@ -101,6 +101,16 @@ std::vector<double> transformer_init(const Point& p, const TransformerLayout& la
 // w_i = exp(-2i log(10000) / size).
 double positional_encoding(int t, int k, int size);
 
+// The activation and gradient buffers of LaneTransformer, in lanes: what its constructor allocates (by
+// these names) and what the sweep's memory estimate counts (sweep/memory.cpp), from this one declaration.
+// Besides them it keeps theta (in T and as lane accumulators, transformer_param_count each) and the
+// positional encodings.
+struct TransformerBuffer {
+  const char* name;
+  size_t lanes;
+};
+std::vector<TransformerBuffer> transformer_buffers(const TransformerShape& s);
+
 template <class T>
 class LaneTransformer {
  public:
