@@ -75,7 +75,7 @@ double dot(const std::vector<double>& a, const std::vector<double>& b) {
 // BFGS's inverse-Hessian estimate, m x m row-major: the identity, scaled to the first observed curvature.
 class InverseHessian {
  public:
-  explicit InverseHessian(int m) : m_(m), H_(static_cast<size_t>(m) * m, 0.0) { reset(); }
+  explicit InverseHessian(int m) : m_(m), H_(static_cast<size_t>(m) * m, 0.0), s_(m), y_(m), Hy_(m) { reset(); }
   void reset() {
     std::fill(H_.begin(), H_.end(), 0.0);
     for (int i = 0; i < m_; ++i) H_[i * m_ + i] = 1.0;
@@ -90,7 +90,8 @@ class InverseHessian {
   // The update with s = zn - z, y = gn - g, skipped when the curvature s.y is not positive.
   void update(const std::vector<double>& zn, const std::vector<double>& z, const std::vector<double>& gn,
               const std::vector<double>& g) {
-    std::vector<double> s(m_), y(m_);
+    std::vector<double>& s = s_;
+    std::vector<double>& y = y_;
     for (int i = 0; i < m_; ++i) {
       s[i] = zn[i] - z[i];
       y[i] = gn[i] - g[i];
@@ -101,18 +102,18 @@ class InverseHessian {
       for (int i = 0; i < m_; ++i) H_[i * m_ + i] = sy / dot(y, y);
       scaled_ = true;
     }
-    std::vector<double> Hy(m_, 0.0);
+    std::fill(Hy_.begin(), Hy_.end(), 0.0);
     for (int i = 0; i < m_; ++i)
-      for (int k = 0; k < m_; ++k) Hy[i] += H_[i * m_ + k] * y[k];
-    const double yHy = dot(y, Hy), rho = 1.0 / sy;
+      for (int k = 0; k < m_; ++k) Hy_[i] += H_[i * m_ + k] * y[k];
+    const double yHy = dot(y, Hy_), rho = 1.0 / sy;
     for (int i = 0; i < m_; ++i)   // H += (1 + rho yHy) rho s s^T - rho (Hy s^T + s Hy^T)
       for (int k = 0; k < m_; ++k)
-        H_[i * m_ + k] += (1.0 + rho * yHy) * rho * s[i] * s[k] - rho * (Hy[i] * s[k] + s[i] * Hy[k]);
+        H_[i * m_ + k] += (1.0 + rho * yHy) * rho * s[i] * s[k] - rho * (Hy_[i] * s[k] + s[i] * Hy_[k]);
   }
 
  private:
   int m_;
-  std::vector<double> H_;
+  std::vector<double> H_, s_, y_, Hy_;   // the estimate; the update's scratch, allocated once
   bool scaled_ = false;
 };
 
