@@ -10,7 +10,21 @@ if [ ${#need[@]} -gt 0 ]; then
   sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
 fi
-bash tools/build.sh >/dev/null
-g++ -O2 -march=native -std=c++17 bench/peak_fp32.cpp -o build/peak_fp32
+# ICL_MARCH=haswell (x86-64-v2, skylake-avx512, znver3, neoverse-v1, ...): the engine and the peak kernel built
+# for that instruction set, into build-$ICL_MARCH/, instead of for this machine (-march=native, ./build): a
+# row per instruction set from one node that has them all (docs/performance.md).  $bld is the build used.
+march=${ICL_MARCH:-native}
+if [ "$march" = native ]; then
+  bld=build
+  bash tools/build.sh >/dev/null
+else
+  bld=build-$march
+  cmake -S . -B "$bld" -DCMAKE_BUILD_TYPE=Release -DICL_NATIVE=OFF -DCMAKE_CXX_FLAGS="-march=$march" >/dev/null
+  cmake --build "$bld" -j "$(nproc)" >/dev/null
+fi
+g++ -O2 -march="$march" -std=c++17 bench/peak_fp32.cpp -o "$bld/peak_fp32"
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
-peak=$(./build/peak_fp32 | awk '/^peak_fp32_gflops/ {print $2}')
+peak=$("./$bld/peak_fp32" | awk '/^peak_fp32_gflops/ {print $2}')
+isa=$("./$bld/bench/bench_tiles" --isa)
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+echo "build: -march=$march ($isa register tiles), CPU: ${cpu:-unknown}"

@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 source bench/prelude.sh   # packages, build, one thread, $peak
 declare -A icl torch gf rss an an_run an_paper
 for c in 1 2 3 4; do
-  line=$(taskset -c 0 ./build/bench/bench_train $c)
+  line=$(taskset -c 0 "./$bld/bench/bench_train" $c)
   echo "$line" >&2
   icl[$c]=$(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
   gf[$c]=$(sed -n 's/.*gflops=\([0-9.]*\).*/\1/p' <<<"$line")

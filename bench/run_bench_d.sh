@@ -11,7 +11,7 @@ printf '| %4s | %4s | %5s | %12s | %14s | %9s | %12s | %9s | %10s |\n' d n batch
 printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ------ ------ ------- -------------- ---------------- ----------- -------------- ----------- ------------
 for d in 5 10 20 32 64 128; do
   steps=$(( d <= 10 ? 400 : d <= 32 ? 60 : 12 ))
-  line=$(taskset -c 0 ./build/bench/bench_train "d:$d" "$steps")
+  line=$(taskset -c 0 "./$bld/bench/bench_train" "d:$d" "$steps")
   echo "$line" >&2
   sps=$(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
   gf=$(sed -n 's/.*gflops=\([0-9.]*\).*/\1/p' <<<"$line")

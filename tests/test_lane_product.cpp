@@ -1,7 +1,11 @@
 // The tiled lane products of the large-token kernels (lane_product.hpp) against their frozen naive
 // reference, bitwise: every operand kind (lanes x lanes, weights x lanes, lanes x weights), both
 // orientations of each operand, the three inits, the symmetric (upper) mode, and sizes that leave edge
-// tiles and cross the m-blocks.  The model-level check (the whole layer at D > 16 against model_ref,
+// tiles and cross the m-blocks; each for every register tile an instruction set picks (lane_product.hpp:
+// 5 x 5, 3 x 4, 3 x 3) and others, forced in this one build.  Then the fixed-size kernels of lane_kernels.hpp at
+// every row block (30, 14 and others) against the generic path, bitwise.  Both run per register-wide part
+// of the lanes as this build's instruction set has them (base/simd.hpp); the model-level checks in
+// test_model.cpp compare with the naive model_ref.  The model-level check (the whole layer at D > 16 against model_ref,
 // and its gradient against central differences) is in test_model.cpp.
 #include <gtest/gtest.h>
 
@@ -10,6 +14,7 @@
 
 #include "icl/base/lane.hpp"
 #include "icl/base/rng.hpp"
+#include "icl/model/lane_kernels.hpp"
 #include "icl/model/lane_product.hpp"
 
 namespace icl {
@@ -30,7 +35,7 @@ struct Shape {
 
 // One product, tiled and by the reference, from the same operands; outputs compared bit for bit.
 // TA, TB: Lane<T> or T.
-template <class T, class TA, class TB>
+template <class T, int RI, int RK, class TA, class TB>
 void check(const Shape& s, bool a_transposed, bool b_transposed, ProductInit init, bool upper, uint64_t seed) {
   using L = Lane<T>;
   std::vector<TA> A0(static_cast<size_t>(s.I) * s.M);
@@ -45,17 +50,18 @@ void check(const Shape& s, bool a_transposed, bool b_transposed, ProductInit ini
   const int b_row = b_transposed ? 1 : s.K, b_col = b_transposed ? s.M : 1;
   LaneProduct<TA, TB, L> p{s.I, s.K, s.M, A0.data(), a_row, a_col, B0.data(), b_row, b_col,
                            out_tiled.data(), s.K, init, X.data(), upper};
-  lane_product(p);
+  lane_product<RI, RK>(p);
   p.out = out_ref.data();
   lane_product_ref(p);
   for (int i = 0; i < s.I; ++i)
     for (int k = upper ? i : 0; k < s.K; ++k)
       ASSERT_EQ(0, std::memcmp(&out_tiled[i * s.K + k], &out_ref[i * s.K + k], sizeof(L)))
           << "I " << s.I << " K " << s.K << " M " << s.M << " at (" << i << ", " << k << ") A^T " << a_transposed
-          << " B^T " << b_transposed << " init " << static_cast<int>(init) << " upper " << upper;
+          << " B^T " << b_transposed << " init " << static_cast<int>(init) << " upper " << upper << " tile " << RI
+          << " x " << RK;
 }
 
-template <class T>
+template <class T, int RI, int RK>
 void check_all() {
   using L = Lane<T>;
   // Edges in both output dimensions (tiles of 5), m-blocks of 64 crossed and not, single terms.
@@ -65,18 +71,97 @@ void check_all() {
     for (const bool at : {false, true})
       for (const bool bt : {false, true})
         for (const ProductInit init : {ProductInit::zero, ProductInit::out, ProductInit::x}) {
-          check<T, L, L>(s, at, bt, init, false, seed += 10);
-          check<T, T, L>(s, at, bt, init, false, seed += 10);
-          check<T, L, T>(s, at, bt, init, false, seed += 10);
+          check<T, RI, RK, L, L>(s, at, bt, init, false, seed += 10);
+          check<T, RI, RK, T, L>(s, at, bt, init, false, seed += 10);
+          check<T, RI, RK, L, T>(s, at, bt, init, false, seed += 10);
         }
   for (const int D : {1, 6, 17, 66, 131})   // symmetric products (the Gram matrix): the upper triangle
     for (const int M : {1, 40, 70})
       for (const ProductInit init : {ProductInit::zero, ProductInit::out})
-        check<T, L, L>({D, D, M}, false, true, init, true, seed += 10);
+        check<T, RI, RK, L, L>({D, D, M}, false, true, init, true, seed += 10);
 }
 
-TEST(LaneProduct, Float32TiledEqualsReferenceBitwise) { check_all<float>(); }
-TEST(LaneProduct, Float64TiledEqualsReferenceBitwise) { check_all<double>(); }
+template <class T>
+void check_tiles() {
+  static_assert(kTile.RI * kTile.RK + kTile.RI + 1 <= kVectorRegisters.count, "this build's tile fits its registers");
+  check_all<T, kTile.RI, kTile.RK>();
+  check_all<T, 5, 5>();   // 32 registers: AVX-512, NEON
+  check_all<T, 3, 4>();   // 16 with FMA: AVX2
+  check_all<T, 3, 3>();   // 16 without: SSE, AVX
+  check_all<T, 1, 1>();
+  check_all<T, 4, 7>();
+}
+
+TEST(LaneProduct, Float32TiledEqualsReferenceBitwise) { check_tiles<float>(); }
+TEST(LaneProduct, Float64TiledEqualsReferenceBitwise) { check_tiles<double>(); }
+
+// The fixed-size kernels at row block KB against the generic path (FixedD = 0, the tiled products checked
+// above), bit for bit, on the same operands: the five kernels of a linear layer, weights as lanes and as
+// scalars where the layer has both.
+template <class T, int D, int KB>
+void check_kernels(uint64_t seed) {
+  using L = Lane<T>;
+  const int N = D + 3, n = D + 1, DD = D * D;
+  LaneVec<T> A(DD), B(DD), X(static_cast<size_t>(D) * N), Y(X.size());
+  std::vector<T> W(DD);
+  fill<T>(seed, &A);
+  fill<T>(seed + 1, &B);
+  fill<T>(seed + 2, &X);
+  fill<T>(seed + 3, &Y);
+  fill<T>(seed + 4, &W);
+  auto same = [&](const LaneVec<T>& fixed, const LaneVec<T>& generic, const char* what) {
+    ASSERT_EQ(fixed.size(), generic.size());
+    for (size_t x = 0; x < fixed.size(); ++x)
+      ASSERT_EQ(0, std::memcmp(&fixed[x], &generic[x], sizeof(L))) << what << " D " << D << " KB " << KB << " at " << x;
+  };
+  auto both = [&](const char* what, const LaneVec<T>& init, auto&& run) {   // run(kernel's FixedD tag, out)
+    LaneVec<T> fixed = init, generic = init;
+    run(std::integral_constant<int, D>{}, fixed.data());
+    run(std::integral_constant<int, 0>{}, generic.data());
+    same(fixed, generic, what);
+  };
+  for (const bool transposed : {false, true}) {
+    const int a_row = transposed ? 1 : D, a_col = transposed ? D : 1;
+    both("matmul_rows (lanes x weights)", B, [&](auto F, L* out) {
+      matmul_rows<decltype(F)::value, false, KB>(D, A.data(), a_row, a_col, W.data(), out);
+    });
+    both("matmul_rows += (weights x lanes)", B, [&](auto F, L* out) {
+      matmul_rows<decltype(F)::value, true, KB>(D, W.data(), a_row, a_col, A.data(), out);
+    });
+    both("apply_columns, residual", Y, [&](auto F, L* out) {
+      apply_columns<decltype(F)::value, true, KB>(D, N, N, A.data(), a_row, a_col, X.data(), out);
+    });
+    both("apply_columns +=, context columns", Y, [&](auto F, L* out) {
+      apply_columns<decltype(F)::value, false, KB>(D, N, n, A.data(), a_row, a_col, X.data(), out);
+    });
+  }
+  both("add_matmul_bt (lanes)", B, [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB>(D, A.data(), B.data(), out); });
+  both("add_matmul_bt (weights)", B, [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB>(D, A.data(), W.data(), out); });
+  both("gram", A, [&](auto F, L* out) { gram<decltype(F)::value, KB>(D, N, n, X.data(), out); });
+  both("outer_sum", A, [&](auto F, L* out) { outer_sum<decltype(F)::value, KB>(D, N, X.data(), Y.data(), out); });
+}
+
+template <class T, int D>
+void check_blocks(uint64_t seed) {
+  check_kernels<T, D, kRowBlock>(seed);
+  check_kernels<T, D, 30>(seed);   // 32 registers (AVX-512, NEON): the whole row
+  check_kernels<T, D, 14>(seed);   // 16 (AVX2, SSE)
+  check_kernels<T, D, 6>(seed);
+  check_kernels<T, D, 1>(seed);
+  check_kernels<T, D, 5>(seed);
+}
+
+template <class T>
+void check_all_blocks() {
+  check_blocks<T, 2>(7);
+  check_blocks<T, 6>(11);
+  check_blocks<T, 11>(13);
+  check_blocks<T, 13>(17);
+  check_blocks<T, 16>(19);
+}
+
+TEST(LaneKernels, Float32EveryRowBlockEqualsGenericBitwise) { check_all_blocks<float>(); }
+TEST(LaneKernels, Float64EveryRowBlockEqualsGenericBitwise) { check_all_blocks<double>(); }
 
 }  // namespace
 }  // namespace icl

@@ -9,7 +9,7 @@ import tempfile
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "python"))
-from icl_sweep.reduced import parse_select, pick, read_table, within, write_table  # noqa: E402
+from icl_sweep.reduced import parse_select, pick, read_table, unfinished, within, write_table  # noqa: E402
 
 failures = 0
 
@@ -49,6 +49,32 @@ raises(lambda: pick(s, "heads=2;replica=0", "loss_gd"), "an unknown metric is re
 expect(within(1.0 + 0.9e-5, 1.0, 1e-5)[0], "inside the relative tolerance")
 expect(not within(1.0 + 1.1e-5, 1.0, 1e-5)[0], "beyond the relative tolerance")
 expect(not within(math.nan, 1.0, 1.0)[0], "NaN is never within")
+
+
+class Finished:   # a finished, analysed sweep of 3 points, one pruned by successive halving
+    def __init__(self):
+        self.points = {"status": np.array(["ok", "pruned", "ok"], dtype=object),
+                       "analysis_status": np.array(["ok", "skipped", "ok"], dtype=object),
+                       "message": np.array([""] * 3, dtype=object), "analysis_message": np.array([""] * 3, dtype=object)}
+        self.metrics = {"loss_gd": np.zeros(3), "test_loss": np.zeros(3)}
+        self.metric_docs = {"loss_gd": "K steps of GD", "test_loss": "the model's loss"}
+        self.attrs = {"methods": "gd\tGD\n"}
+        self.size = 3
+
+
+expect(unfinished(Finished()) == [], "a finished sweep (ok and pruned points, every metric documented) passes")
+f = Finished()
+f.points["analysis_status"][2], f.points["analysis_message"][2] = "failed", "metric 'loss_x' is not in the registry"
+expect(any("not in the registry" in w for w in unfinished(f)), "a failed analysis (an unregistered name) fails")
+f = Finished()
+f.points["status"][0], f.points["message"][0] = "diverged", "loss is NaN at step 3"
+expect(any("status diverged" in w for w in unfinished(f)), "a diverged point fails")
+f = Finished()
+f.metric_docs["loss_gd"] = ""
+expect(any("loss_gd" in w for w in unfinished(f)), "a metric without the registry's doc fails")
+f = Finished()
+f.attrs = {}
+expect(any("@methods" in w for w in unfinished(f)), "losses without @methods fail")
 with tempfile.TemporaryDirectory() as d:
     rows = [{"preset": "vo23_fig2", "metric": "test_loss", "select": "replica=0", "value": "0.4193217308",
              "rel_tol": "1e-5", "claims": "vo23_fig2_gd"}]

@@ -33,7 +33,7 @@
 
 #include "icl/base/check.hpp"
 #include "icl/model/blocks.hpp"
-#include "icl/model/lane_product.hpp"
+#include "icl/model/lane_kernels.hpp"
 
 namespace icl {
 namespace {
@@ -41,132 +41,7 @@ namespace {
 // Fixed sizes measured faster than the tiled products on the bench machine (D = 17 is not).
 constexpr int kMinFixedD = 2, kMaxFixedD = 16;
 
-// The linear kernels work on lanes of D x D and D x N matrices, row-major.  FixedD is D known at compile
-// time (kMinFixedD..kMaxFixedD): the D-loops unroll and a row buffer of FixedD lanes lives in registers.
-// FixedD = 0 is D given at run time: the tiled lane_product.
-
-// out = A B (kAccumulate = false) or out += A B (true), one output row at a time:
-//   out[i, :] (+)= sum_m A(i, m) B[m, :],   A(i, m) = A[i * a_row + m * a_col]
-// (a_row = D, a_col = 1: A as stored; a_row = 1, a_col = D: its transpose).  out, B: D x D.
-// A and B are lanes or scalars (the weights, shared by the lanes).
-template <int FixedD, bool kAccumulate, class TA, class TB, class L>
-inline void matmul_rows(int D_, const TA* A, int a_row, int a_col, const TB* B, L* out) {
-  if constexpr (FixedD == 0) {
-    lane_product(LaneProduct<TA, TB, L>{D_, D_, D_, A, a_row, a_col, B, D_, 1, out, D_,
-                                        kAccumulate ? ProductInit::out : ProductInit::zero});
-  } else {
-    constexpr int D = FixedD;
-    for (int i = 0; i < D; ++i) {
-      L acc[D];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc[k] = kAccumulate ? out[i * D + k] : L{};
-#pragma GCC unroll 16
-      for (int m = 0; m < D; ++m) {
-        const TA a = A[i * a_row + m * a_col];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc[k] += a * B[m * D + k];
-      }
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) out[i * D + k] = acc[k];
-    }
-  }
-}
-
-// out += A B^T:  out[i, m] += sum_k A[i, k] B[m, k], row i of A held in registers.  A, out: D x D lanes;
-// B: D x D lanes or scalars.
-template <int FixedD, class TB, class L>
-inline void add_matmul_bt(int D_, const L* A, const TB* B, L* out) {
-  if constexpr (FixedD == 0) {
-    lane_product(LaneProduct<L, TB, L>{D_, D_, D_, A, D_, 1, B, 1, D_, out, D_, ProductInit::out});
-  } else {
-    constexpr int D = FixedD;
-    for (int i = 0; i < D; ++i) {
-      L a[D];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) a[k] = A[i * D + k];
-#pragma GCC unroll 16
-      for (int m = 0; m < D; ++m) {
-        L acc = out[i * D + m];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc += a[k] * B[m * D + k];
-        out[i * D + m] = acc;
-      }
-    }
-  }
-}
-
-// Columns j < cols of X (D x N lanes) through M (D x D lanes), column j held in registers:
-//   kResidual:  out[:, j]  = X[:, j] + M X[:, j]
-//   otherwise:  out[:, j] += M X[:, j]
-// M(i, k) = M[i * m_row + k * m_col] (m_row = D, m_col = 1: M as stored; 1, D: its transpose).
-template <int FixedD, bool kResidual, class L>
-inline void apply_columns(int D_, int N, int cols, const L* M, int m_row, int m_col, const L* X, L* out) {
-  if constexpr (FixedD == 0) {
-    lane_product(LaneProduct<L, L, L>{D_, cols, D_, M, m_row, m_col, X, N, 1, out, N,
-                                      kResidual ? ProductInit::x : ProductInit::out, X});
-  } else {
-    constexpr int D = FixedD;
-    for (int j = 0; j < cols; ++j) {
-      L x[D];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) x[k] = X[k * N + j];
-#pragma GCC unroll 16
-      for (int i = 0; i < D; ++i) {
-        L acc = kResidual ? x[i] : out[i * N + j];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc += M[i * m_row + k * m_col] * x[k];
-        out[i * N + j] = acc;
-      }
-    }
-  }
-}
-
-// C = sum_{j<n} X[:, j] X[:, j]^T for X (D x N lanes): the upper triangle, mirrored (C symmetric).
-template <int FixedD, class L>
-inline void gram(int D_, int N, int n, const L* X, L* C) {
-  const int D = FixedD ? FixedD : D_;
-  if constexpr (FixedD == 0) {
-    lane_product(LaneProduct<L, L, L>{D, D, n, X, N, 1, X, 1, N, C, D, ProductInit::zero, nullptr, true});
-  } else {
-#pragma GCC unroll 16
-    for (int i = 0; i < D; ++i) {
-      L acc[FixedD];
-#pragma GCC unroll 16
-      for (int k = i; k < D; ++k) acc[k] = L{};
-      for (int j = 0; j < n; ++j) {
-        const L xi = X[i * N + j];
-#pragma GCC unroll 16
-        for (int k = i; k < D; ++k) acc[k] += xi * X[k * N + j];
-      }
-#pragma GCC unroll 16
-      for (int k = i; k < D; ++k) C[i * D + k] = acc[k];
-    }
-  }
-  for (int i = 0; i < D; ++i)
-    for (int k = i + 1; k < D; ++k) C[k * D + i] = C[i * D + k];
-}
-
-// out = A B^T over all N columns:  out[i, k] = sum_j A[i, j] B[k, j].  A, B: D x N lanes; out: D x D.
-template <int FixedD, class L>
-inline void outer_sum(int D_, int N, const L* A, const L* B, L* out) {
-  const int D = FixedD ? FixedD : D_;
-  if constexpr (FixedD == 0) {
-    lane_product(LaneProduct<L, L, L>{D, D, N, A, N, 1, B, 1, N, out, D});
-  } else {
-    for (int i = 0; i < D; ++i) {
-      L acc[FixedD];
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) acc[k] = L{};
-      for (int j = 0; j < N; ++j) {
-        const L a = A[i * N + j];
-#pragma GCC unroll 16
-        for (int k = 0; k < D; ++k) acc[k] += a * B[k * N + j];
-      }
-#pragma GCC unroll 16
-      for (int k = 0; k < D; ++k) out[i * D + k] = acc[k];
-    }
-  }
-}
+// The linear kernels (lane_kernels.hpp): FixedD = D at compile time, or 0 (the tiled lane_product).
 
 // Sizes of one layer: D = d+1 token rows, N = n+1 columns (n context tokens, then the query), H heads.
 struct LayerDims {

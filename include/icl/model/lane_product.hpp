@@ -13,6 +13,8 @@
 // partial sums are stored in `out` (exact: the same float), so blocking does not change the order either.
 #include <algorithm>
 
+#include "icl/base/simd.hpp"
+
 namespace icl {
 
 enum class ProductInit { zero, out, x };
@@ -43,32 +45,58 @@ void lane_product_ref(const LaneProduct<TA, TB, L>& p) {
     }
 }
 
+// The register tile of this build's instruction set (base/simd.hpp): RI x RK accumulators, RI values of A
+// and one of B, each a register of one part of the lanes.  Measured (bench/bench_tiles, docs/performance.md):
+// 32 registers (AVX-512, NEON): 5 x 5, the best of 4x4 .. 7x4 and m-blocks 32 .. 128 on AVX-512
+// (bench/run_bench_d.sh, D = 13 .. 129); 16 with FMA (AVX2): 3 x 4, every register, the best of 12 shapes
+// 2x2 .. 6x4 at D = 21, 33, 65; 16 without FMA (SSE, AVX): 3 x 3 (a product needs a register of its own),
+// the best of the same shapes on SSE4.2.
+struct TileShape {
+  int RI, RK;
+};
+constexpr TileShape tile_for(const VectorRegisters& r) {
+  return r.count >= 32 ? TileShape{5, 5} : r.fma ? TileShape{3, 4} : TileShape{3, 3};
+}
+inline constexpr TileShape kTile = tile_for(kVectorRegisters);
+
 namespace lane_product_detail {
 
-// Register tile (25 accumulators of the 32 vector registers) and m-block, measured best of 4x4 .. 7x4 and
-// m-blocks 32 .. 128 on the bench machine (bench/run_bench_d.sh) for D = 13 .. 129.
-constexpr int kRI = 5, kRK = 5, kMC = 64;
+constexpr int kMC = 64;   // terms per m-block
+
+// The operands of one part h of the lanes (base/simd.hpp): registers, or the weights' scalars.
+template <class TA, class TB, class L>
+struct Parts {
+  const LaneProduct<TA, TB, L>& p;
+  decltype(part(p.A, 0)) A;
+  decltype(part(p.B, 0)) B;
+  decltype(part(p.out, 0)) out;
+  decltype(part(p.X, 0)) X;
+  Parts(const LaneProduct<TA, TB, L>& q, int h)
+      : p(q), A(part(q.A, h)), B(part(q.B, h)), out(part(q.out, h)), X(part(q.X ? q.X : q.out, h)) {}
+};
 
 // One RI x RK tile over terms m0..m1-1, from `init`.
 template <int RI, int RK, class TA, class TB, class L>
-inline void tile(const LaneProduct<TA, TB, L>& p, int i0, int k0, int m0, int m1, ProductInit init) {
-  L acc[RI][RK];
+inline void tile(const Parts<TA, TB, L>& v, int i0, int k0, int m0, int m1, ProductInit init) {
+  using R = PartElement<decltype(v.out)>;
+  using RA = PartElement<decltype(v.A)>;
+  using RB = PartElement<decltype(v.B)>;
+  const auto& p = v.p;
+  R acc[RI][RK];
 #pragma GCC unroll 8
   for (int r = 0; r < RI; ++r)
 #pragma GCC unroll 8
     for (int c = 0; c < RK; ++c) {
       const int at = (i0 + r) * p.o_row + k0 + c;
-      acc[r][c] = init == ProductInit::zero ? L{} : init == ProductInit::out ? p.out[at] : p.X[at];
+      acc[r][c] = init == ProductInit::zero ? R{} : init == ProductInit::out ? v.out[at] : v.X[at];
     }
-  const TA* A = p.A + i0 * p.a_row;
-  const TB* B = p.B + k0 * p.b_col;
   for (int m = m0; m < m1; ++m) {
-    TA a[RI];
+    RA a[RI];
 #pragma GCC unroll 8
-    for (int r = 0; r < RI; ++r) a[r] = A[r * p.a_row + m * p.a_col];
+    for (int r = 0; r < RI; ++r) a[r] = v.A[(i0 + r) * p.a_row + m * p.a_col];
 #pragma GCC unroll 8
     for (int c = 0; c < RK; ++c) {
-      const TB b = B[m * p.b_row + c * p.b_col];
+      const RB b = v.B[m * p.b_row + (k0 + c) * p.b_col];
 #pragma GCC unroll 8
       for (int r = 0; r < RI; ++r) acc[r][c] += a[r] * b;
     }
@@ -76,39 +104,42 @@ inline void tile(const LaneProduct<TA, TB, L>& p, int i0, int k0, int m0, int m1
 #pragma GCC unroll 8
   for (int r = 0; r < RI; ++r)
 #pragma GCC unroll 8
-    for (int c = 0; c < RK; ++c) p.out[(i0 + r) * p.o_row + k0 + c] = acc[r][c];
+    for (int c = 0; c < RK; ++c) v.out[(i0 + r) * p.o_row + k0 + c] = acc[r][c];
 }
 
 // A tile of ri <= RI rows and rk <= RK columns (the edges), each size its own unrolled instance.
 template <int RI, int RK, class TA, class TB, class L>
-inline void edge_tile(int ri, int rk, const LaneProduct<TA, TB, L>& p, int i0, int k0, int m0, int m1,
-                      ProductInit init) {
+inline void edge_tile(int ri, int rk, const Parts<TA, TB, L>& v, int i0, int k0, int m0, int m1, ProductInit init) {
   if constexpr (RI > 1) {
-    if (ri < RI) return edge_tile<RI - 1, RK>(ri, rk, p, i0, k0, m0, m1, init);
+    if (ri < RI) return edge_tile<RI - 1, RK>(ri, rk, v, i0, k0, m0, m1, init);
   }
   if constexpr (RK > 1) {
-    if (rk < RK) return edge_tile<RI, RK - 1>(ri, rk, p, i0, k0, m0, m1, init);
+    if (rk < RK) return edge_tile<RI, RK - 1>(ri, rk, v, i0, k0, m0, m1, init);
   }
-  tile<RI, RK>(p, i0, k0, m0, m1, init);
+  tile<RI, RK>(v, i0, k0, m0, m1, init);
 }
 
 }  // namespace lane_product_detail
 
-template <class TA, class TB, class L>
+// RI x RK: the register tile (default: this build's, kTile); any shape gives the same bits.
+template <int RI = kTile.RI, int RK = kTile.RK, class TA, class TB, class L>
 void lane_product(const LaneProduct<TA, TB, L>& p) {
   using namespace lane_product_detail;
-  for (int m0 = 0; m0 < std::max(p.M, 1); m0 += kMC) {
-    const int m1 = std::min(p.M, m0 + kMC);
-    const ProductInit init = m0 == 0 ? p.init : ProductInit::out;
-    for (int k0 = 0; k0 < p.K; k0 += kRK) {
-      const int rk = std::min(kRK, p.K - k0);
-      for (int i0 = 0; i0 < p.I; i0 += kRI) {
-        if (p.upper && i0 >= k0 + rk) break;   // every row below every column: strictly lower
-        const int ri = std::min(kRI, p.I - i0);
-        if (ri == kRI && rk == kRK)
-          tile<kRI, kRK>(p, i0, k0, m0, m1, init);
-        else
-          edge_tile<kRI, kRK>(ri, rk, p, i0, k0, m0, m1, init);
+  for (int h = 0; h < kLaneParts; ++h) {   // each register-wide part of the lanes on its own
+    const Parts<TA, TB, L> v(p, h);
+    for (int m0 = 0; m0 < std::max(p.M, 1); m0 += kMC) {
+      const int m1 = std::min(p.M, m0 + kMC);
+      const ProductInit init = m0 == 0 ? p.init : ProductInit::out;
+      for (int k0 = 0; k0 < p.K; k0 += RK) {
+        const int rk = std::min(RK, p.K - k0);
+        for (int i0 = 0; i0 < p.I; i0 += RI) {
+          if (p.upper && i0 >= k0 + rk) break;   // every row below every column: strictly lower
+          const int ri = std::min(RI, p.I - i0);
+          if (ri == RI && rk == RK)
+            tile<RI, RK>(v, i0, k0, m0, m1, init);
+          else
+            edge_tile<RI, RK>(ri, rk, v, i0, k0, m0, m1, init);
+        }
       }
     }
   }

@@ -50,6 +50,7 @@ class Sweep:
             self.attrs = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in f.attrs.items()}
             self.points = {k: _column(v) for k, v in f["points"].items()}
             self.metrics = {k: v[:] for k, v in f["metrics"].items()}
+            self.metric_docs = {k: _text(v.attrs.get("doc", "")) for k, v in f["metrics"].items()}
             # The analyses' methods, [(key, label)] in the registry's order (@methods), and {key: label};
             # files written before @methods existed: the labels of /metrics/loss_<key>, in file order.
             self.methods = [tuple(line.split("\t")[:2]) for line in self.attrs.get("methods", "").splitlines() if line]

@@ -8,7 +8,13 @@ tolerances and selectors stay).
 Results are bitwise for a given build, but not across instruction sets (-march=native on another CPU,
 another SIMD width): the tolerances come from measuring that drift (docs/testing.md, "Reduced presets").
 
-    python -m icl_sweep.reduced --bin build/icl-sweep [--check | --write] [--ranks 2] [--only PRESET ...]
+    python -m icl_sweep.reduced --bin build/icl-sweep [--check | --write] [--all] [--ranks 2] [--only PRESET ...]
+
+`--all` runs every reduced preset, with numbers in the table or not (ctest `reduced_numbers`). Every preset
+run must finish every point (status ok, or pruned by successive halving) with its analysis (a failed
+analysis, e.g. a metric name not in the registry, src/analysis/metrics.cpp, fails the point's analysis), and
+every stored metric must carry the registry's doc (issue 31: "an unregistered name fails ... in a test that
+runs every preset's reduced variant").
 
 Columns: preset (a file of jobs/presets/reduced/ without .ini), metric (a /metrics dataset, plain MSE as
 stored), select (the point: `option=value` pairs of /points joined by `;`, e.g. `heads=2;replica=0`; it must
@@ -101,6 +107,24 @@ def within(got, want, rel_tol):
     return (math.isfinite(got) and rel <= rel_tol), rel
 
 
+def unfinished(sweep):
+    """Why a preset's file is not a finished, fully analysed sweep (a list of reasons; empty when it is)."""
+    why = []
+    p = sweep.points
+    for i in range(sweep.size):
+        st, an = str(p["status"][i]), str(p["analysis_status"][i])
+        if st not in ("ok", "pruned"):
+            why.append(f"point {i}: status {st} ({p['message'][i]})")
+        elif st == "ok" and an == "failed":
+            why.append(f"point {i}: analysis failed ({p['analysis_message'][i]})")
+    for name, doc in sweep.metric_docs.items():
+        if not doc:
+            why.append(f"metric {name}: no doc from the registry")
+    if any(n.startswith("loss_") for n in sweep.metrics) and not sweep.attrs.get("methods"):
+        why.append("no @methods attribute")
+    return why
+
+
 def run_preset(binary, root, preset, ranks, out):
     spec = os.path.join(root, "jobs", "presets", "reduced", preset + ".ini")
     if not os.path.isfile(spec):
@@ -129,6 +153,7 @@ def main(argv=None):
     mode.add_argument("--check", action="store_true", help="exit 1 when a number moved beyond its tolerance")
     mode.add_argument("--write", action="store_true", help="store the values this build produces")
     ap.add_argument("--only", nargs="+", metavar="PRESET", help="only these presets' numbers")
+    ap.add_argument("--all", action="store_true", help="run every reduced preset, with numbers or not")
     ap.add_argument("--keep", metavar="DIR", help="keep the result files in DIR")
     a = ap.parse_args(argv)
     table = os.path.join(a.root, a.table)
@@ -142,7 +167,11 @@ def main(argv=None):
         if unknown:
             print(f"FAIL {r['preset']} {r['metric']} [{r['select']}]: claims {unknown} not in docs/claims.csv")
             failed += 1
-    presets = [p for p in dict.fromkeys(r["preset"] for r in rows) if not a.only or p in a.only]
+    named = [r["preset"] for r in rows]
+    if a.all:
+        named += sorted(f[:-len(".ini")] for f in os.listdir(os.path.join(a.root, "jobs", "presets", "reduced"))
+                        if f.endswith(".ini"))
+    presets = [p for p in dict.fromkeys(named) if not a.only or p in a.only]
     work = a.keep or tempfile.mkdtemp(prefix="icl-reduced-")
     os.makedirs(work, exist_ok=True)
     try:
@@ -161,7 +190,11 @@ def main(argv=None):
                 failed += sum(r["preset"] == preset for r in rows)
                 continue
             total += secs
-            print(f"{preset}: {secs:.1f} s")
+            why = unfinished(sweep)
+            print(f"{preset}: {secs:.1f} s, {sweep.size} points{'' if why else ', all finished and analysed'}")
+            for w in why:
+                print(f"  FAIL {w}")
+            failed += bool(why)
             for r in (r for r in rows if r["preset"] == preset):
                 try:
                     got = pick(sweep, r["select"], r["metric"])

@@ -1,0 +1,210 @@
+#pragma once
+// The linear layer's products (model.cpp) on lanes of D x D and D x N matrices, row-major.  FixedD is D
+// known at compile time (2..16): the D-loops unroll and a block of up to KB lanes (a row of outputs, or of
+// one operand) lives in registers.  FixedD = 0 is D given at run time: the tiled lane_product.
+//
+// The kernels run once per register-wide part of the lanes (base/simd.hpp: one on AVX-512, two on AVX2, four
+// on SSE and NEON), so a block holds KB registers: kRowBlock = 30 with 32 registers (AVX-512, NEON: a whole
+// row of D <= 16), 14 with 16 (AVX2, SSE).  Blocking never changes an output's sum: each is
+// accumulated over its terms in their order, a partial sum stored between blocks is the same float, so
+// every KB gives the bits of the naive lane_product_ref (test_lane_product checks each kernel at several
+// KB, the generic path included).
+#include <type_traits>
+
+#include "icl/base/simd.hpp"
+#include "icl/model/lane_product.hpp"
+
+namespace icl {
+
+inline constexpr int kRowBlock = kVectorRegisters.count - 2;   // the block and two operands in registers
+
+// The kernels are always inlined into the layer's forward and backward, as they were when they lived in
+// model.cpp's unnamed namespace: without it GCC kept some of the unrolled D = 11 kernels as calls and a
+// d = 10 step ran 4-5% slower (bench_train d:10, AVX-512).
+
+// f(K0, KN) for the blocks [K0, K0 + KN) of [0, D) of at most KB, as compile-time constants, in order.
+template <int D, int KB, int K0 = 0, class F>
+__attribute__((always_inline)) inline void for_blocks(F&& f) {
+  constexpr int KN = KB < D - K0 ? KB : D - K0;
+  f(std::integral_constant<int, K0>{}, std::integral_constant<int, KN>{});
+  if constexpr (K0 + KN < D) for_blocks<D, KB, K0 + KN>(f);
+}
+
+// out = A B (kAccumulate = false) or out += A B (true), one output row at a time:
+//   out[i, :] (+)= sum_m A(i, m) B[m, :],   A(i, m) = A[i * a_row + m * a_col]
+// (a_row = D, a_col = 1: A as stored; a_row = 1, a_col = D: its transpose).  out, B: D x D.
+// A and B are lanes or scalars (the weights, shared by the lanes).
+template <int FixedD, bool kAccumulate, int KB = kRowBlock, class TA, class TB, class L>
+__attribute__((always_inline)) inline void matmul_rows(int D_, const TA* A, int a_row, int a_col, const TB* B, L* out) {
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<TA, TB, L>{D_, D_, D_, A, a_row, a_col, B, D_, 1, out, D_,
+                                        kAccumulate ? ProductInit::out : ProductInit::zero});
+  } else {
+    constexpr int D = FixedD;
+    for (int h = 0; h < kLaneParts; ++h) {
+      const auto Ah = part(A, h), Bh = part(B, h);
+      const auto Oh = part(out, h);
+      using R = PartElement<decltype(Oh)>;
+      for (int i = 0; i < D; ++i)
+        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // outputs k0 .. k0 + kn - 1 of row i
+          constexpr int K0 = k0, KN = kn;
+          R acc[KN];
+#pragma GCC unroll 16
+          for (int k = 0; k < KN; ++k) acc[k] = kAccumulate ? Oh[i * D + K0 + k] : R{};
+#pragma GCC unroll 16
+          for (int m = 0; m < D; ++m) {
+            const PartElement<decltype(Ah)> a = Ah[i * a_row + m * a_col];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) acc[k] += a * Bh[m * D + K0 + k];
+          }
+#pragma GCC unroll 16
+          for (int k = 0; k < KN; ++k) Oh[i * D + K0 + k] = acc[k];
+        });
+    }
+  }
+}
+
+// out += A B^T:  out[i, m] += sum_k A[i, k] B[m, k], a block of row i of A held in registers (the terms k
+// of a later block continue each sum where the earlier left it).  A, out: D x D lanes; B: lanes or scalars.
+template <int FixedD, int KB = kRowBlock, class TB, class L>
+__attribute__((always_inline)) inline void add_matmul_bt(int D_, const L* A, const TB* B, L* out) {
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<L, TB, L>{D_, D_, D_, A, D_, 1, B, 1, D_, out, D_, ProductInit::out});
+  } else {
+    constexpr int D = FixedD;
+    for (int h = 0; h < kLaneParts; ++h) {
+      const auto Ah = part(A, h), Bh = part(B, h);
+      const auto Oh = part(out, h);
+      using R = PartElement<decltype(Oh)>;
+      for (int i = 0; i < D; ++i)
+        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // terms k0 .. k0 + kn - 1
+          constexpr int K0 = k0, KN = kn;
+          R a[KN];
+#pragma GCC unroll 16
+          for (int k = 0; k < KN; ++k) a[k] = Ah[i * D + K0 + k];
+#pragma GCC unroll 16
+          for (int m = 0; m < D; ++m) {
+            R acc = Oh[i * D + m];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) acc += a[k] * Bh[m * D + K0 + k];
+            Oh[i * D + m] = acc;
+          }
+        });
+    }
+  }
+}
+
+// Columns j < cols of X (D x N lanes) through M (D x D lanes), a block of column j held in registers:
+//   kResidual:  out[:, j]  = X[:, j] + M X[:, j]
+//   otherwise:  out[:, j] += M X[:, j]
+// M(i, k) = M[i * m_row + k * m_col] (m_row = D, m_col = 1: M as stored; 1, D: its transpose).  out and X
+// must not overlap (a later block reads X after out is written).
+template <int FixedD, bool kResidual, int KB = kRowBlock, class L>
+__attribute__((always_inline)) inline void apply_columns(int D_, int N, int cols, const L* M, int m_row, int m_col, const L* X, L* out) {
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<L, L, L>{D_, cols, D_, M, m_row, m_col, X, N, 1, out, N,
+                                      kResidual ? ProductInit::x : ProductInit::out, X});
+  } else {
+    constexpr int D = FixedD;
+    for (int h = 0; h < kLaneParts; ++h) {
+      const auto Mh = part(M, h), Xh = part(X, h);
+      const auto Oh = part(out, h);
+      using R = PartElement<decltype(Oh)>;
+      for (int j = 0; j < cols; ++j)
+        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // terms k0 .. k0 + kn - 1
+          constexpr int K0 = k0, KN = kn;
+          R x[KN];
+#pragma GCC unroll 16
+          for (int k = 0; k < KN; ++k) x[k] = Xh[(K0 + k) * N + j];
+#pragma GCC unroll 16
+          for (int i = 0; i < D; ++i) {
+            R acc = kResidual && K0 == 0 ? Xh[i * N + j] : Oh[i * N + j];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) acc += Mh[i * m_row + (K0 + k) * m_col] * x[k];
+            Oh[i * N + j] = acc;
+          }
+        });
+    }
+  }
+}
+
+// C = sum_{j<n} X[:, j] X[:, j]^T for X (D x N lanes): the upper triangle, mirrored (C symmetric).  A block
+// that straddles the diagonal computes its few lower entries too (the same bits: x_i x_k = x_k x_i); the
+// mirror overwrites them.
+template <int FixedD, int KB = kRowBlock, class L>
+__attribute__((always_inline)) inline void gram(int D_, int N, int n, const L* X, L* C) {
+  const int D = FixedD ? FixedD : D_;
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<L, L, L>{D, D, n, X, N, 1, X, 1, N, C, D, ProductInit::zero, nullptr, true});
+  } else {
+    for (int h = 0; h < kLaneParts; ++h) {
+      const auto Xh = part(X, h);
+      const auto Ch = part(C, h);
+      using R = PartElement<decltype(Ch)>;
+      if constexpr (KB >= FixedD) {   // the whole row in registers: only k >= i
+#pragma GCC unroll 16
+        for (int i = 0; i < D; ++i) {
+          R acc[FixedD];
+#pragma GCC unroll 16
+          for (int k = i; k < D; ++k) acc[k] = R{};
+          for (int j = 0; j < n; ++j) {
+            const R xi = Xh[i * N + j];
+#pragma GCC unroll 16
+            for (int k = i; k < D; ++k) acc[k] += xi * Xh[k * N + j];
+          }
+#pragma GCC unroll 16
+          for (int k = i; k < D; ++k) Ch[i * D + k] = acc[k];
+        }
+      } else {
+        for (int i = 0; i < D; ++i)
+          for_blocks<FixedD, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // outputs k0 .. k0 + kn - 1, the blocks not below i
+            constexpr int K0 = k0, KN = kn;
+            if (K0 + KN <= i) return;
+            R acc[KN];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) acc[k] = R{};
+            for (int j = 0; j < n; ++j) {
+              const R xi = Xh[i * N + j];
+#pragma GCC unroll 16
+              for (int k = 0; k < KN; ++k) acc[k] += xi * Xh[(K0 + k) * N + j];
+            }
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) Ch[i * D + K0 + k] = acc[k];
+          });
+      }
+    }
+  }
+  for (int i = 0; i < D; ++i)
+    for (int k = i + 1; k < D; ++k) C[k * D + i] = C[i * D + k];
+}
+
+// out = A B^T over all N columns:  out[i, k] = sum_j A[i, j] B[k, j].  A, B: D x N lanes; out: D x D.
+template <int FixedD, int KB = kRowBlock, class L>
+__attribute__((always_inline)) inline void outer_sum(int D_, int N, const L* A, const L* B, L* out) {
+  if constexpr (FixedD == 0) {
+    lane_product(LaneProduct<L, L, L>{D_, D_, N, A, N, 1, B, 1, N, out, D_});
+  } else {
+    constexpr int D = FixedD;
+    for (int h = 0; h < kLaneParts; ++h) {
+      const auto Ah = part(A, h), Bh = part(B, h);
+      const auto Oh = part(out, h);
+      using R = PartElement<decltype(Oh)>;
+      for (int i = 0; i < D; ++i)
+        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // outputs k0 .. k0 + kn - 1 of row i
+          constexpr int K0 = k0, KN = kn;
+          R acc[KN];
+#pragma GCC unroll 16
+          for (int k = 0; k < KN; ++k) acc[k] = R{};
+          for (int j = 0; j < N; ++j) {
+            const R a = Ah[i * N + j];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) acc[k] += a * Bh[(K0 + k) * N + j];
+          }
+#pragma GCC unroll 16
+          for (int k = 0; k < KN; ++k) Oh[i * D + K0 + k] = acc[k];
+        });
+    }
+  }
+}
+
+}  // namespace icl
