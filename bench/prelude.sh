@@ -23,8 +23,15 @@ else
   cmake --build "$bld" -j "$(nproc)" >/dev/null
 fi
 g++ -O2 -march="$march" -std=c++17 bench/peak_fp32.cpp -o "$bld/peak_fp32"
+# The peer held to the same instruction set: OpenBLAS and PyTorch pick their kernels at run time.
+case $march in
+  haswell | broadwell | skylake | znver1 | znver2 | znver3 | x86-64-v3)
+    export OPENBLAS_CORETYPE=Haswell ATEN_CPU_CAPABILITY=avx2 ;;
+  x86-64-v2 | nehalem | westmere | sandybridge | ivybridge)
+    export OPENBLAS_CORETYPE=Nehalem ATEN_CPU_CAPABILITY=default ;;
+esac
 export OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1
 peak=$("./$bld/peak_fp32" | awk '/^peak_fp32_gflops/ {print $2}')
 isa=$("./$bld/bench/bench_tiles" --isa)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-echo "build: -march=$march ($isa register tiles), CPU: ${cpu:-unknown}"
+echo "build: -march=$march ($isa register tiles), CPU: ${cpu:-unknown}${OPENBLAS_CORETYPE:+; peer held to OpenBLAS $OPENBLAS_CORETYPE, PyTorch $ATEN_CPU_CAPABILITY}"
