@@ -36,7 +36,8 @@ void step(Operands& o) {   // the three product kinds of one linear layer at siz
 
 template <int RI, int RK>
 void time_shape(Operands& o, double seconds) {
-  const double flops_per_step = 2.0 * kLanes<float> * (o.D * (o.D + 1) / 2.0 * o.N + 1.0 * o.D * o.D * o.N + 1.0 * o.D * o.N * o.D);
+  const double D = o.D, N = o.N;   // multiply-adds: the Gram's upper triangle, G Z^T, K Z
+  const double flops_per_step = 2.0 * kLanes<float> * (D * (D + 1) / 2 * N + D * D * N + D * N * D);
   step<RI, RK>(o);   // warm
   long steps = 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -47,7 +48,8 @@ void time_shape(Operands& o, double seconds) {
     t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   const bool chosen = RI == kTile.RI && RK == kTile.RK;
-  std::printf("tile=%dx%d gflops=%.2f%s\n", RI, RK, flops_per_step * steps / t / 1e9, chosen ? " (this build's kTile)" : "");
+  std::printf("tile=%dx%d gflops=%.2f%s\n", RI, RK, flops_per_step * steps / t / 1e9,
+              chosen ? " (this build's kTile)" : "");
 }
 
 }  // namespace

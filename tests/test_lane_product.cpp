@@ -135,8 +135,10 @@ void check_kernels(uint64_t seed) {
       apply_columns<decltype(F)::value, false, KB>(D, N, n, A.data(), a_row, a_col, X.data(), out);
     });
   }
-  both("add_matmul_bt (lanes)", B, [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB>(D, A.data(), B.data(), out); });
-  both("add_matmul_bt (weights)", B, [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB>(D, A.data(), W.data(), out); });
+  both("add_matmul_bt (lanes)", B,
+       [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB>(D, A.data(), B.data(), out); });
+  both("add_matmul_bt (weights)", B,
+       [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB>(D, A.data(), W.data(), out); });
   both("gram", A, [&](auto F, L* out) { gram<decltype(F)::value, KB>(D, N, n, X.data(), out); });
   both("outer_sum", A, [&](auto F, L* out) { outer_sum<decltype(F)::value, KB>(D, N, X.data(), Y.data(), out); });
 }

@@ -1,7 +1,7 @@
 #pragma once
 // The linear layer's products (model.cpp) on lanes of D x D and D x N matrices, row-major.  FixedD is D
-// known at compile time (2..16): the D-loops unroll and a block of up to KB lanes (a row of outputs, or of
-// one operand) lives in registers.  FixedD = 0 is D given at run time: the tiled lane_product.
+// known at compile time (2..16): the D-loops unroll and a block of up to KB registers (of a row of outputs,
+// or of one operand) lives in registers.  FixedD = 0 is D given at run time: the tiled lane_product.
 //
 // The kernels run once per register-wide part of the lanes (base/simd.hpp: one on AVX-512, two on AVX2, four
 // on SSE and NEON), so a block holds KB registers: kRowBlock = 30 with 32 registers (AVX-512, NEON: a whole
@@ -46,7 +46,8 @@ __attribute__((always_inline)) inline void matmul_rows(int D_, const TA* A, int 
       const auto Oh = part(out, h);
       using R = PartElement<decltype(Oh)>;
       for (int i = 0; i < D; ++i)
-        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // outputs k0 .. k0 + kn - 1 of row i
+        // outputs k0 .. k0 + kn - 1 of row i
+        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
           constexpr int K0 = k0, KN = kn;
           R acc[KN];
 #pragma GCC unroll 16
@@ -77,7 +78,8 @@ __attribute__((always_inline)) inline void add_matmul_bt(int D_, const L* A, con
       const auto Oh = part(out, h);
       using R = PartElement<decltype(Oh)>;
       for (int i = 0; i < D; ++i)
-        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // terms k0 .. k0 + kn - 1
+        // terms k0 .. k0 + kn - 1
+        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
           constexpr int K0 = k0, KN = kn;
           R a[KN];
 #pragma GCC unroll 16
@@ -100,7 +102,8 @@ __attribute__((always_inline)) inline void add_matmul_bt(int D_, const L* A, con
 // M(i, k) = M[i * m_row + k * m_col] (m_row = D, m_col = 1: M as stored; 1, D: its transpose).  out and X
 // must not overlap (a later block reads X after out is written).
 template <int FixedD, bool kResidual, int KB = kRowBlock, class L>
-__attribute__((always_inline)) inline void apply_columns(int D_, int N, int cols, const L* M, int m_row, int m_col, const L* X, L* out) {
+__attribute__((always_inline)) inline void apply_columns(int D_, int N, int cols, const L* M, int m_row, int m_col,
+                                                         const L* X, L* out) {
   if constexpr (FixedD == 0) {
     lane_product(LaneProduct<L, L, L>{D_, cols, D_, M, m_row, m_col, X, N, 1, out, N,
                                       kResidual ? ProductInit::x : ProductInit::out, X});
@@ -111,7 +114,8 @@ __attribute__((always_inline)) inline void apply_columns(int D_, int N, int cols
       const auto Oh = part(out, h);
       using R = PartElement<decltype(Oh)>;
       for (int j = 0; j < cols; ++j)
-        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // terms k0 .. k0 + kn - 1
+        // terms k0 .. k0 + kn - 1
+        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
           constexpr int K0 = k0, KN = kn;
           R x[KN];
 #pragma GCC unroll 16
@@ -157,7 +161,8 @@ __attribute__((always_inline)) inline void gram(int D_, int N, int n, const L* X
         }
       } else {
         for (int i = 0; i < D; ++i)
-          for_blocks<FixedD, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // outputs k0 .. k0 + kn - 1, the blocks not below i
+          // outputs k0 .. k0 + kn - 1, the blocks not below i
+          for_blocks<FixedD, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
             constexpr int K0 = k0, KN = kn;
             if (K0 + KN <= i) return;
             R acc[KN];
@@ -190,7 +195,8 @@ __attribute__((always_inline)) inline void outer_sum(int D_, int N, const L* A, 
       const auto Oh = part(out, h);
       using R = PartElement<decltype(Oh)>;
       for (int i = 0; i < D; ++i)
-        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {   // outputs k0 .. k0 + kn - 1 of row i
+        // outputs k0 .. k0 + kn - 1 of row i
+        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
           constexpr int K0 = k0, KN = kn;
           R acc[KN];
 #pragma GCC unroll 16

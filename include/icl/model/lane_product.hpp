@@ -11,6 +11,8 @@
 // Tiling: an RI x RK tile of outputs lives in registers while m runs over a block of MC terms; the block's
 // B panel (MC x RK) stays in L1 across the row tiles and A's block (I x MC) in L2.  Between m-blocks the
 // partial sums are stored in `out` (exact: the same float), so blocking does not change the order either.
+// The whole product runs once per register-wide part of the lanes (base/simd.hpp: 1 on AVX-512, 2 on
+// AVX2, 4 on SSE and NEON), the tile's entries being registers of that part: element-wise, so the same bits.
 #include <algorithm>
 
 #include "icl/base/simd.hpp"
