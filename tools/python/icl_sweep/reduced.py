@@ -10,11 +10,11 @@ another SIMD width): the tolerances come from measuring that drift (docs/testing
 
     python -m icl_sweep.reduced --bin build/icl-sweep [--check | --write] [--all] [--ranks 2] [--only PRESET ...]
 
-`--all` runs every reduced preset, with numbers in the table or not (ctest `reduced_numbers`). Every preset
-run must finish every point (status ok, or pruned by successive halving) with its analysis (a failed
-analysis, e.g. a metric name not in the registry, src/analysis/metrics.cpp, fails the point's analysis), and
-every stored metric must carry the registry's doc (issue 31: "an unregistered name fails ... in a test that
-runs every preset's reduced variant").
+Every preset run must finish every point (status ok, or pruned by successive halving) with its analysis (a
+failed analysis, e.g. a metric name not in the registry, src/analysis/metrics.cpp, fails the point's
+analysis), and every stored metric must carry the registry's doc.  `--all` runs every reduced preset, with
+numbers in the table or not: about 2.5 core-hours, so not in CI (ctest `reduced_numbers` runs the table's
+presets; docs/testing.md).
 
 Columns: preset (a file of jobs/presets/reduced/ without .ini), metric (a /metrics dataset, plain MSE as
 stored), select (the point: `option=value` pairs of /points joined by `;`, e.g. `heads=2;replica=0`; it must
