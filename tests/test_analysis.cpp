@@ -7,6 +7,7 @@
 #include <thread>
 #include <cmath>
 #include <cstdio>
+#include <set>
 
 #include "icl/analysis/analysis.hpp"
 #include "icl/analysis/baselines.hpp"
@@ -548,12 +549,32 @@ TEST(MetricRegistry, DocumentsEveryNameTheAnalysesWrite) {
   EXPECT_TRUE(metric_info("pool_loss_dmmse", &info));
   EXPECT_FALSE(metric_info("loss_nonexistent", &info));
   EXPECT_FALSE(metric_info("adjusted_", &info));
-  // run_point refuses what the registry lacks: a producer that forgets it fails loudly, never silently.
-  Analysis stray;
-  stray.metrics["loss_gd"] = 1.0;
-  EXPECT_NO_THROW(require_registered(stray));
-  stray.series["loss_nonexistent"] = {1.0};
-  EXPECT_THROW(require_registered(stray), std::logic_error);
+}
+
+// Every name the registry can make reads back as itself: an exact name to its own doc, a family's name to
+// its method's label, so no family's prefix swallows another's name or an exact one.
+TEST(MetricRegistry, EveryNameItMakesReadsBack) {
+  EXPECT_EQ(MetricName(Metric::gd_eta).str(), "gd_eta");   // the stored spelling is the declared one
+  EXPECT_EQ(MetricName(Family::se_adjusted, Method::gdpp_tied).str(), "se_adjusted_gdpp_tied");
+  std::set<std::string> seen;
+  MetricInfo info;
+  for (int k = 0; k < kMetrics; ++k) {
+    const MetricName n(static_cast<Metric>(k));
+    ASSERT_TRUE(metric_info(n.str(), &info)) << n.str();
+    EXPECT_TRUE(info.label.empty()) << n.str();
+    EXPECT_FALSE(info.doc.empty() || info.convention.empty()) << n.str();
+    EXPECT_TRUE(seen.insert(n.str()).second) << n.str() << " twice";
+  }
+  for (int f = 0; f < kFamilies; ++f)
+    for (int m = 0; m < kMethods; ++m) {
+      const MetricName n(static_cast<Family>(f), static_cast<Method>(m));
+      ASSERT_TRUE(metric_info(n.str(), &info)) << n.str();
+      EXPECT_EQ(info.label, method_info(static_cast<Method>(m)).label) << n.str();
+      EXPECT_NE(info.doc.find(method_info(static_cast<Method>(m)).doc), std::string::npos) << n.str();
+      EXPECT_TRUE(seen.insert(n.str()).second) << n.str() << " twice";
+    }
+  EXPECT_EQ(methods().size(), static_cast<size_t>(kMethods));
+  EXPECT_EQ(seen.size(), static_cast<size_t>(kMetrics + kFamilies * kMethods));
 }
 
 

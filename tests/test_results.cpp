@@ -42,7 +42,7 @@ TEST(Results, TrainedPointRoundTripsThroughHdf5) {
   EXPECT_FALSE(io::get_attr_string(f, "/", "git_revision").empty());
   // @methods: the registry's methods in its order, `key<TAB>label<TAB>doc`; every loss_<key> names one.
   std::string listed;
-  for (const Method& m : methods()) listed += std::string(m.key) + "\t" + m.label + "\t" + m.doc + "\n";
+  for (const MethodInfo& m : methods()) listed += std::string(m.key) + "\t" + m.label + "\t" + m.doc + "\n";
   EXPECT_EQ(io::get_attr_string(f, "/", "methods"), listed);
   for (const std::string& n : io::list(f, "/metrics"))
     if (n.rfind("loss_", 0) == 0) { EXPECT_NE(find_method(n.substr(5)), nullptr) << n; }

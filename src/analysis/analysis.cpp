@@ -14,6 +14,7 @@
 
 #include "icl/analysis/baselines.hpp"
 #include "icl/analysis/gdpp.hpp"
+#include "icl/analysis/metrics.hpp"
 #include "icl/base/cancel.hpp"
 #include "icl/model/model.hpp"
 #include "icl/model/params.hpp"
@@ -127,39 +128,41 @@ struct Tuned {
 };
 
 struct Losses {   // on one TaskSet
-  std::map<std::string, double> loss;
-  std::map<std::string, std::vector<double>> yhat;   // per task, for the standard errors
+  std::map<Method, double> loss;
+  std::map<Method, std::vector<double>> yhat;   // per task, for the standard errors
 };
 
 Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tuned, bool all) {
   Losses out;
   const int K = p.layers;
-  auto keep = [&](const char* name, std::vector<double> yhat) {
+  auto keep = [&](Method name, std::vector<double> yhat) {
     out.loss[name] = mse(yhat, s.y);
     out.yhat[name] = std::move(yhat);
   };
-  auto put = [&](const char* name, auto f) { keep(name, predict_all(s.prior, f)); };
-  put("oracle_ridge", [&](const TaskSpectrum& t, size_t i) {
+  auto put = [&](Method name, auto f) { keep(name, predict_all(s.prior, f)); };
+  put(Method::oracle_ridge, [&](const TaskSpectrum& t, size_t i) {
     return s.sigma[i] > 0 ? predict_ridge(t, s.sigma[i] * s.sigma[i]) : predict_ols(t);
   });
-  put("const_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, tuned.const_rr_lambda); });
+  put(Method::const_rr, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, tuned.const_rr_lambda); });
   if (p.n > p.d) {
-    put("ada_rr", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, noise_estimate(t)); });
-    put("tuned_rr", [&](const TaskSpectrum& t, size_t) {
+    put(Method::ada_rr, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, noise_estimate(t)); });
+    put(Method::tuned_rr, [&](const TaskSpectrum& t, size_t) {
       return predict_ridge(t, std::min(tuned.tuned_rr_c * noise_estimate(t), tuned.tuned_rr_t));
     });
   }
-  put("bayes", [&](const TaskSpectrum& t, size_t) {
+  put(Method::bayes, [&](const TaskSpectrum& t, size_t) {
     return tuned.noiseless ? predict_ols(t) : predict_bayes(t, tuned.bayes_sigma, tuned.bayes_weight);
   });
-  keep("gd", predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.gd_eta[K - 1], K); }));
-  if (!s.dmmse.empty()) keep("dmmse", s.dmmse);
-  keep("newton", predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_newton(t, K); }));
+  keep(Method::gd,
+       predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.gd_eta[K - 1], K); }));
+  if (!s.dmmse.empty()) keep(Method::dmmse, s.dmmse);
+  keep(Method::newton, predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_newton(t, K); }));
   if (all) {
-    put("zero", [](const TaskSpectrum&, size_t) { return 0.0; });
-    put("ols", [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
-    put("ridge", [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
-    keep("pgd", predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.pgd_eta[K - 1], K); }));
+    put(Method::zero, [](const TaskSpectrum&, size_t) { return 0.0; });
+    put(Method::ols, [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
+    put(Method::ridge, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
+    keep(Method::pgd,
+         predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.pgd_eta[K - 1], K); }));
   }
   return out;
 }
@@ -411,23 +414,24 @@ Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& ou
   const Tuned& cf = t.closed_form;
   const TaskBatch<double> tune_model = draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks),
                           validation = draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks);
-  auto& S = out.series;
+  Named S(out.series);
   for (int K = 1; K <= p.layers; ++K) {   // a K-step method is compared with the K-th readout
     t.tied_K.push_back(tune_gdpp_tied(tune_model, K, cf.gd_eta[K - 1], stop));
     t.gdpp_K.push_back(tune_gdpp_per_step(tune_model, t.tied_K.back(), K > 1 ? &t.gdpp_K.back() : nullptr,
                                           cf.gd_eta[K - 1], &validation, stop));
-    S["gdpp_tied_eta"].push_back(t.tied_K.back().eta[0]);
-    S["gdpp_tied_gamma"].push_back(t.tied_K.back().gamma[0]);
-    S["gdpp_tune_grad"].push_back(t.gdpp_K.back().grad_norm);
-    S["gdpp_tied_tune_grad"].push_back(t.tied_K.back().grad_norm);
+    S[Metric::gdpp_tied_eta].push_back(t.tied_K.back().eta[0]);
+    S[Metric::gdpp_tied_gamma].push_back(t.tied_K.back().gamma[0]);
+    S[Metric::gdpp_tune_grad].push_back(t.gdpp_K.back().grad_norm);
+    S[Metric::gdpp_tied_tune_grad].push_back(t.tied_K.back().grad_norm);
   }
-  out.metrics["const_rr_lambda"] = cf.const_rr_lambda;
-  out.metrics["tuned_rr_c"] = cf.tuned_rr_c;
-  out.metrics["tuned_rr_t"] = cf.tuned_rr_t;
-  S["gd_eta"] = cf.gd_eta;
-  S["pgd_eta"] = cf.pgd_eta;
-  S["gdpp_eta"] = t.gdpp_K.back().eta;
-  S["gdpp_gamma"] = t.gdpp_K.back().gamma;
+  Named M(out.metrics);
+  M[Metric::const_rr_lambda] = cf.const_rr_lambda;
+  M[Metric::tuned_rr_c] = cf.tuned_rr_c;
+  M[Metric::tuned_rr_t] = cf.tuned_rr_t;
+  S[Metric::gd_eta] = cf.gd_eta;
+  S[Metric::pgd_eta] = cf.pgd_eta;
+  S[Metric::gdpp_eta] = t.gdpp_K.back().eta;
+  S[Metric::gdpp_gamma] = t.gdpp_K.back().gamma;
   return t;
 }
 
@@ -468,7 +472,7 @@ void newton_similarity(const Readouts<T>& tf, const TaskSet& es, const std::vect
     newton_error[k] = predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, k); });
     for (size_t t = 0; t < B; ++t) newton_error[k][t] -= y[t];
   }
-  auto& S = out.series;
+  Named S(out.series);
   for (int l = 0; l < L; ++l) {
     std::vector<double> e(B);
     for (size_t t = 0; t < B; ++t) e[t] = tf.yhat[t * L + l] - y[t];
@@ -477,13 +481,13 @@ void newton_similarity(const Readouts<T>& tf, const TaskSet& es, const std::vect
     for (int k = 0; k <= K_max; ++k) {
       const Eigen::Map<const Eigen::VectorXd> a(e.data(), B), b(newton_error[k].data(), B);
       const double cos = a.dot(b) / std::max(a.norm() * b.norm(), 1e-300);
-      S["newton_similarity"].push_back(cos);
+      S[Metric::newton_similarity].push_back(cos);
       if (cos > best_cos) {
         best_cos = cos;
         best = k;
       }
     }
-    S["newton_best_step"].push_back(best);
+    S[Metric::newton_best_step].push_back(best);
   }
 }
 
@@ -494,55 +498,63 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
                     const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
   const int L = p.layers, d = p.d;
   const Tuned& cf = t.closed_form;
-  auto& M = out.metrics;
+  Named M(out.metrics);
   const Readouts<T> run_tf = run_model(m.tf, eval_set, true, stop), run_gd = run_model(m.gd, eval_set, true, stop),
                run_gdpp = run_model(m.gdpp, eval_set, true, stop),
                run_gdpp_tied = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, true, stop);
   const std::vector<double> y = labels(eval_set);
   const TaskSet es = task_set(eval_set, bases, pool, stop);
   const Losses base = baseline_losses(p, es, cf, true);
-  std::map<std::string, std::vector<double>> yhat = base.yhat;
-  yhat["tf"] = run_tf.final();
-  yhat["gdpp"] = run_gdpp.final();
-  yhat["gdpp_tied"] = run_gdpp_tied.final();
+  std::map<Method, std::vector<double>> yhat = base.yhat;
+  yhat[Method::tf] = run_tf.final();
+  yhat[Method::gdpp] = run_gdpp.final();
+  yhat[Method::gdpp_tied] = run_gdpp_tied.final();
   if (p.act_clip > 0) {   // the same weights without the clip: what act_clip does to the numbers
     Weights<T> off = m.tf;
     off.set_act_clip(0.0);
-    yhat["tf_unclipped"] = run_model(off, eval_set, false, stop).final();
-    M["se_clip_effect"] = paired_se(yhat["tf_unclipped"], yhat["tf"], y);
+    yhat[Method::tf_unclipped] = run_model(off, eval_set, false, stop).final();
+    M[Metric::se_clip_effect] = paired_se(yhat[Method::tf_unclipped], yhat[Method::tf], y);
   }
-  for (const auto& [name, v] : yhat) M["loss_" + name] = base.loss.count(name) ? base.loss.at(name) : mse(v, y);
+  for (const auto& [name, v] : yhat) M[{Family::loss, name}] = base.loss.count(name) ? base.loss.at(name) : mse(v, y);
   for (const auto& [name, v] : yhat)
-    if (name != "oracle_ridge") {
-      M["adjusted_" + name] = M["loss_" + name] - M["loss_oracle_ridge"];
-      M["se_adjusted_" + name] = paired_se(v, yhat["oracle_ridge"], y);
+    if (name != Method::oracle_ridge) {
+      M[{Family::adjusted, name}] = M[{Family::loss, name}] - M[{Family::loss, Method::oracle_ridge}];
+      M[{Family::se_adjusted, name}] = paired_se(v, yhat[Method::oracle_ridge], y);
     }
-  M["se_loss_tf"] = paired_se(yhat["tf"], {}, y);
+  M[Metric::se_loss_tf] = paired_se(yhat[Method::tf], {}, y);
 
-  auto& S = out.series;
+  Named S(out.series);
   for (int K = 1; K <= L; ++K) {
     check_stop(stop);
-    S["layer_loss_gd"].push_back(
+    S[{Family::layer_loss, Method::gd}].push_back(
         mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y));
-    S["layer_loss_pgd"].push_back(
+    S[{Family::layer_loss, Method::pgd}].push_back(
         mse(predict_all(es.input, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.pgd_eta[K - 1], K); }), y));
     auto gdpp_loss_K = [&](const GdppTuned& g) {
       return mse(run_model(gdpp_weights<T>(d, p.n, g.eta, g.gamma), eval_set, false, stop).final(), y);
     };
-    S["layer_loss_gdpp"].push_back(K == L ? M["loss_gdpp"] : gdpp_loss_K(t.gdpp_K[K - 1]));
-    S["layer_loss_gdpp_tied"].push_back(K == L ? M["loss_gdpp_tied"] : gdpp_loss_K(t.tied_K[K - 1]));
-    S["layer_loss_newton"].push_back(
+    S[{Family::layer_loss, Method::gdpp}].push_back(K == L ? M[{Family::loss, Method::gdpp}]
+                                                           : gdpp_loss_K(t.gdpp_K[K - 1]));
+    S[{Family::layer_loss, Method::gdpp_tied}].push_back(K == L ? M[{Family::loss, Method::gdpp_tied}]
+                                                                : gdpp_loss_K(t.tied_K[K - 1]));
+    S[{Family::layer_loss, Method::newton}].push_back(
         mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, K); }), y));
   }
 
   newton_similarity(run_tf, es, y, out, stop);
 
-  for (const auto& [ref, run] : {std::pair<const char*, const Readouts<T>*>{"gd", &run_gd}, {"gdpp", &run_gdpp},
-                                 {"gdpp_tied", &run_gdpp_tied}}) {
-    const Alignment a = align(run_tf, *run);
-    M[std::string("align_") + ref + "_abs"] = a.abs;
-    M[std::string("align_") + ref + "_cos"] = a.cos;
-    M[std::string("align_") + ref + "_l2"] = a.l2;
+  struct Aligned {
+    const Readouts<T>& run;
+    Metric abs, cos, l2;
+  };
+  for (const Aligned& r : {Aligned{run_gd, Metric::align_gd_abs, Metric::align_gd_cos, Metric::align_gd_l2},
+                           Aligned{run_gdpp, Metric::align_gdpp_abs, Metric::align_gdpp_cos, Metric::align_gdpp_l2},
+                           Aligned{run_gdpp_tied, Metric::align_gdpp_tied_abs, Metric::align_gdpp_tied_cos,
+                                   Metric::align_gdpp_tied_l2}}) {
+    const Alignment a = align(run_tf, r.run);
+    M[r.abs] = a.abs;
+    M[r.cos] = a.cos;
+    M[r.l2] = a.l2;
   }
 }
 
@@ -554,24 +566,24 @@ void pool_tasks(const Point& p, const TaskLaw& pool, const Bases& bases, const T
   const TaskBatch<T> set = draw<T>(pool, p.seed, draws::pool_eval_set, p.eval_tasks);
   const std::vector<double> y = labels(set);
   const Losses base = baseline_losses(p, task_set(set, bases, &pool, stop), t.closed_form, true);
-  auto& M = out.metrics;
-  for (const auto& [name, v] : base.loss) M["pool_loss_" + name] = v;
+  Named M(out.metrics);
+  for (const auto& [name, v] : base.loss) M[{Family::pool_loss, name}] = v;
   const std::vector<double> tf = run_model(m.tf, set, false, stop).final();
-  M["pool_loss_tf"] = mse(tf, y);
-  M["pool_loss_gdpp"] = mse(run_model(m.gdpp, set, false, stop).final(), y);
-  M["se_pool_loss_tf"] = paired_se(tf, {}, y);
-  M["se_pool_tf_minus_dmmse"] = paired_se(tf, base.yhat.at("dmmse"), y);
+  M[{Family::pool_loss, Method::tf}] = mse(tf, y);
+  M[{Family::pool_loss, Method::gdpp}] = mse(run_model(m.gdpp, set, false, stop).final(), y);
+  M[Metric::se_pool_loss_tf] = paired_se(tf, {}, y);
+  M[Metric::se_pool_tf_minus_dmmse] = paired_se(tf, base.yhat.at(Method::dmmse), y);
 }
 
 // Losses per noise level, inside and outside the training range.
 template <class T>
 void noise_levels(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
                   Analysis& out, const std::atomic<bool>* stop) {
-  auto& S = out.series;
+  Named S(out.series);
   std::vector<double> levels;
   const double top = law.noise == NoiseKind::none ? 1.0 : *std::max_element(law.noise_sigma.begin(), law.noise_sigma.end());
   for (double f : {0.0, 0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0}) levels.push_back(f * std::max(top, 1e-12));
-  S["noise_sigma"] = levels;
+  S[Metric::noise_sigma] = levels;
   for (size_t k = 0; k < levels.size(); ++k) {
     TaskLaw lk = law;
     lk.noise = NoiseKind::fixed;
@@ -579,13 +591,13 @@ void noise_levels(const Point& p, const TaskLaw& law, const Bases& bases, const 
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::noise_level(k), kNoiseTasks);
     const std::vector<double> yk = labels(set);
     const Losses lb = baseline_losses(p, task_set(set, bases, nullptr, stop), t.closed_form, false);
-    auto push = [&](const std::string& name, double v) {
-      auto& s = S["noise_loss_" + name];
+    auto push = [&](Method name, double v) {
+      auto& s = S[{Family::noise_loss, name}];
       s.resize(levels.size(), kNaN);
       s[k] = v;
     };
-    push("tf", mse(run_model(m.tf, set, false, stop).final(), yk));
-    push("gdpp", mse(run_model(m.gdpp, set, false, stop).final(), yk));
+    push(Method::tf, mse(run_model(m.tf, set, false, stop).final(), yk));
+    push(Method::gdpp, mse(run_model(m.gdpp, set, false, stop).final(), yk));
     for (const auto& [name, v] : lb.loss) push(name, v);
   }
 }
@@ -602,29 +614,29 @@ Models<T> at_length(const Point& p, const Models<T>& m, int n_k) {
 // Out of distribution: input scale alpha, and context length M != n (c = 1/M under norm = 1/n).
 template <class T>
 void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m, Analysis& out, const std::atomic<bool>* stop) {
-  auto& S = out.series;
+  Named S(out.series);
   const std::vector<double> alphas = {0.25, 0.5, 1.0, 2.0, 4.0};
-  S["ood_alpha"] = alphas;
+  S[Metric::ood_alpha] = alphas;
   for (size_t k = 0; k < alphas.size(); ++k) {
     TaskLaw lk = law;
     lk.x_scale = alphas[k];
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_alpha(k), kOodTasks);
     const std::vector<double> yk = labels(set);
-    S["ood_alpha_loss_tf"].push_back(mse(run_model(m.tf, set, false, stop).final(), yk));
-    S["ood_alpha_loss_gd"].push_back(mse(run_model(m.gd, set, false, stop).final(), yk));
-    S["ood_alpha_loss_gdpp"].push_back(mse(run_model(m.gdpp, set, false, stop).final(), yk));
+    S[{Family::ood_alpha_loss, Method::tf}].push_back(mse(run_model(m.tf, set, false, stop).final(), yk));
+    S[{Family::ood_alpha_loss, Method::gd}].push_back(mse(run_model(m.gd, set, false, stop).final(), yk));
+    S[{Family::ood_alpha_loss, Method::gdpp}].push_back(mse(run_model(m.gdpp, set, false, stop).final(), yk));
   }
   const std::vector<double> lengths = {std::max(1.0, std::floor(p.n / 2.0)), double(p.n), 2.0 * p.n};
-  S["ood_context"] = lengths;
+  S[Metric::ood_context] = lengths;
   for (size_t k = 0; k < lengths.size(); ++k) {
     TaskLaw lk = law;
     lk.n = static_cast<int>(lengths[k]);
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_context(k), kOodTasks);
     const std::vector<double> yk = labels(set);
     const Models<T> mk = at_length(p, m, lk.n);
-    S["ood_context_loss_tf"].push_back(mse(run_model(mk.tf, set, false, stop).final(), yk));
-    S["ood_context_loss_gd"].push_back(mse(run_model(mk.gd, set, false, stop).final(), yk));
-    S["ood_context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), yk));
+    S[{Family::ood_context_loss, Method::tf}].push_back(mse(run_model(mk.tf, set, false, stop).final(), yk));
+    S[{Family::ood_context_loss, Method::gd}].push_back(mse(run_model(mk.gd, set, false, stop).final(), yk));
+    S[{Family::ood_context_loss, Method::gdpp}].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), yk));
   }
 }
 
@@ -634,7 +646,7 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
 template <class T>
 void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
                    const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
-  auto& S = out.series;
+  Named S(out.series);
   for (int k = 1; k <= p.context_curve; ++k) {
     check_stop(stop);   // per context length: its set, the model runs and the baselines' task set
     TaskLaw lk = law;
@@ -645,13 +657,13 @@ void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const
     pk.n = k;
     const Models<T> mk = at_length(p, m, k);
     const std::vector<double> tf = run_model(mk.tf, set, false, stop).final();
-    S["context_length"].push_back(k);
-    S["context_loss_tf"].push_back(mse(tf, y));
-    S["se_context_loss_tf"].push_back(paired_se(tf, {}, y));
-    S["context_loss_gdpp"].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), y));
+    S[Metric::context_length].push_back(k);
+    S[{Family::context_loss, Method::tf}].push_back(mse(tf, y));
+    S[Metric::se_context_loss_tf].push_back(paired_se(tf, {}, y));
+    S[{Family::context_loss, Method::gdpp}].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), y));
     const Losses base = baseline_losses(pk, task_set(set, bases, pool, stop), t.closed_form, true);
     for (const auto& [name, v] : base.loss) {
-      auto& s = S["context_loss_" + name];
+      auto& s = S[{Family::context_loss, name}];
       s.resize(k - 1, kNaN);   // AdaRR and TunedRR start at n > d
       s.push_back(v);
     }
@@ -697,48 +709,48 @@ void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatc
                      r_gd = run_model(gdpp_weights<T>(p.d, p.n, std::vector<double>(K, damp * t.closed_form.gd_eta[0]),
                                                       std::vector<double>(K, 0.0)),
                                       eval_set, false, stop);
-  auto& S = out.series;
+  Named S(out.series);
   for (int l = 0; l < K; ++l) {
     std::vector<double> a(y.size()), b(y.size());
     for (size_t i = 0; i < y.size(); ++i) {
       a[i] = r_tf.yhat[i * K + l];
       b[i] = r_gd.yhat[i * K + l];
     }
-    S["rollout_loss_tf"].push_back(mse(a, y));
-    S["rollout_loss_gd"].push_back(mse(b, y));
+    S[Metric::rollout_loss_tf].push_back(mse(a, y));
+    S[Metric::rollout_loss_gd].push_back(mse(b, y));
   }
 }
 
 // Learned preconditioners ([A23]) and the [V24] scalars, per layer, from the expanded weights.
 void learned_weights(const Point& p, const TaskLaw& law, const Trained& trained, Analysis& out) {
   const int d = p.d, D = d + 1;
-  auto& S = out.series;
+  Named S(out.series);
   for (int i = 0; i < d; ++i)
-    for (int k = 0; k < d; ++k) S["sigma"].push_back(law.Sigma(i, k));   // the input covariance, row-major
+    for (int k = 0; k < d; ++k) S[Metric::sigma].push_back(law.Sigma(i, k));   // the input covariance, row-major
   const Eigen::MatrixXd Sigma_half = sym_sqrt(law.Sigma);
   for (int l = 0; l < p.layers; ++l) {
     const Eigen::MatrixXd A = layer_product(p, trained.P, trained.Q, l), W = Sigma_half * A * Sigma_half;
     for (int i = 0; i < d; ++i)
       for (int k = 0; k < d; ++k) {
-        S["precond_product"].push_back(A(i, k));
-        S["precond_whitened"].push_back(W(i, k));
+        S[Metric::precond_product].push_back(A(i, k));
+        S[Metric::precond_whitened].push_back(W(i, k));
       }
-    S["precond_dist"].push_back(dist_to_identity(A));
-    S["precond_dist_whitened"].push_back(dist_to_identity(W));
-    S["precond_a"].push_back(-W.trace() / d);
+    S[Metric::precond_dist].push_back(dist_to_identity(A));
+    S[Metric::precond_dist_whitened].push_back(dist_to_identity(W));
+    S[Metric::precond_a].push_back(-W.trace() / d);
     if (p.param == Param::sparse_ab) {
       Eigen::MatrixXd B = Eigen::MatrixXd::Zero(d, d);
       for (int h = 0; h < p.heads; ++h)
         for (int i = 0; i < d; ++i)
           for (int k = 0; k < d; ++k) B(i, k) += trained.P[(static_cast<size_t>(l) * p.heads + h) * D * D + i * D + k];
-      S["precond_b_dist"].push_back(dist_to_identity(B));
-      S["precond_b"].push_back(B.trace() / d);
+      S[Metric::precond_b_dist].push_back(dist_to_identity(B));
+      S[Metric::precond_b].push_back(B.trace() / d);
     }
     const std::vector<double> w = v24_scalars(p, trained.P, trained.Q, l);
-    S["v24_w_xx"].push_back(w[0]);
-    S["v24_w_xy"].push_back(w[1]);
-    S["v24_w_yx"].push_back(w[2]);
-    S["v24_w_yy"].push_back(w[3]);
+    S[Metric::v24_w_xx].push_back(w[0]);
+    S[Metric::v24_w_xy].push_back(w[1]);
+    S[Metric::v24_w_yx].push_back(w[2]);
+    S[Metric::v24_w_yy].push_back(w[3]);
   }
 }
 
@@ -769,7 +781,8 @@ Analysis analyse_typed(const Point& p, const Trained& trained, const std::atomic
   out_of_distribution(p, law, m, out, stop);
   check_stop(stop);
   if (p.arch == Arch::lsa) learned_weights(p, law, trained, out);
-  out.metrics["analysis_seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - t0;
+  Named(out.metrics)[Metric::analysis_seconds] = spent.count();
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "icl/analysis/metrics.hpp"
 #include "icl/base/rng.hpp"
 
 namespace icl {
@@ -56,11 +57,11 @@ bool CopyCurve::wanted(int64_t step) const { return step % p_.eval_every == 0 ||
 
 void CopyCurve::measure(int64_t step, const std::vector<double>& theta, const std::vector<double>&) {
   const CopyNorms c = copy_norms(transformer_shape(p_), theta, set_);
-  auto& S = measured_.series;
-  S["copy_step"].push_back(static_cast<double>(step));
-  S["copy_own"].push_back(c.own);
-  S["copy_next"].push_back(c.next);
-  S["copy_other"].push_back(c.other);
+  Named S(measured_.series);
+  S[Metric::copy_step].push_back(static_cast<double>(step));
+  S[Metric::copy_own].push_back(c.own);
+  S[Metric::copy_next].push_back(c.next);
+  S[Metric::copy_other].push_back(c.other);
 }
 
 }  // namespace icl

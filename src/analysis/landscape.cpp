@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "icl/analysis/metrics.hpp"
 #include "icl/base/cancel.hpp"
 
 namespace icl {
@@ -83,23 +84,26 @@ bool Landscape::wanted(int64_t step) const {
 void Landscape::measure(int64_t step, const std::vector<double>& theta, const std::vector<double>& update) {
   const auto t0 = std::chrono::steady_clock::now();
   check_stop(stop_);
-  auto& S = measured_.series;
+  Named S(measured_.series);
   std::vector<double> g_full, g;
   obj_.loss_grad(fixed_, theta, &g);
-  S["landscape_step"].push_back(static_cast<double>(step));
-  S["landscape_grad_norm"].push_back(norm(g));
+  S[Metric::landscape_step].push_back(static_cast<double>(step));
+  S[Metric::landscape_grad_norm].push_back(norm(g));
   obj_.loss_grad(full_, theta, &g_full);
   for (auto& b : batches_) {
     check_stop(stop_);
     obj_.loss_grad(b, theta, &g);
     for (size_t i = 0; i < g.size(); ++i) g[i] -= g_full[i];
-    S["landscape_grad_noise"].push_back(norm(g));   // kNoiseBatches values per step
+    S[Metric::landscape_grad_noise].push_back(norm(g));   // kNoiseBatches values per step
   }
   const std::vector<double> H = hessian_diagonal(obj_, fixed_, theta, stop_);
-  S["landscape_hessian_cond"].push_back(robust_condition_number(H));
-  S["landscape_hessian_diag"].insert(S["landscape_hessian_diag"].end(), H.begin(), H.end());   // #params per step
-  S["landscape_smoothness"].push_back(update.empty() ? std::nan("") : directional_smoothness(obj_, fixed_, theta, update));
-  measured_.metrics["landscape_seconds"] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  S[Metric::landscape_hessian_cond].push_back(robust_condition_number(H));
+  std::vector<double>& diag = S[Metric::landscape_hessian_diag];
+  diag.insert(diag.end(), H.begin(), H.end());   // #params per step
+  S[Metric::landscape_smoothness].push_back(update.empty() ? std::nan("")
+                                                           : directional_smoothness(obj_, fixed_, theta, update));
+  const std::chrono::duration<double> spent = std::chrono::steady_clock::now() - t0;
+  Named(measured_.metrics)[Metric::landscape_seconds] += spent.count();
 }
 
 }  // namespace icl

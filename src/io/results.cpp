@@ -284,7 +284,7 @@ void write_attributes(File& f, int64_t n_points, const std::string& spec_text, c
                        "are the transformer with constructed weights and c = 1; iterative Newton: ") +
                kNewtonAlpha);
   std::string listed;   // the registry's methods: the Python tools take names and legend labels from here
-  for (const Method& m : methods()) listed += std::string(m.key) + "\t" + m.label + "\t" + m.doc + "\n";
+  for (const MethodInfo& m : methods()) listed += std::string(m.key) + "\t" + m.label + "\t" + m.doc + "\n";
   set_attr(f, "/", "methods", listed);
   set_attr(f, "/", "layout", layout_attribute());
   for (const auto& [k, v] : extra.text) set_attr(f, "/", k, v);

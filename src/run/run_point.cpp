@@ -4,7 +4,6 @@
 #include <exception>
 
 #include "icl/analysis/analysis.hpp"
-#include "icl/analysis/metrics.hpp"
 #include "icl/analysis/trajectory.hpp"
 #include "icl/base/cancel.hpp"
 #include "icl/train/train.hpp"
@@ -23,7 +22,6 @@ Result trained(const Point& p, const std::atomic<bool>* cancel, const Leg& leg, 
   TrainObservers observers(trajectory_observers(p, cancel));
   static_cast<Trained&>(r) = train(p, cancel, observers.empty() ? nullptr : &observers, leg, nullptr, live);
   r.merge(observers.take());
-  require_registered(r);
   return r;
 }
 
@@ -63,7 +61,6 @@ Result run_point(const Point& p, const std::atomic<bool>* cancel, StageHook* hoo
     try {
       if (hook) hook->enter("analysis");
       Analysis a = analyse(p, r, cancel);
-      require_registered(a);
       r.merge(std::move(a));
       r.analysis_status = AnalysisStatus::ok;
     } catch (const Cancelled&) {   // nothing of the point is kept: the driver recomputes it

@@ -10,9 +10,9 @@ another SIMD width): the tolerances come from measuring that drift (docs/testing
 
     python -m icl_sweep.reduced --bin build/icl-sweep [--check | --write] [--all] [--ranks 2] [--only PRESET ...]
 
-Every preset run must finish every point (status ok, or pruned by successive halving) with its analysis (a
-failed analysis, e.g. a metric name not in the registry, src/analysis/metrics.cpp, fails the point's
-analysis), and every stored metric must carry the registry's doc.  `--all` runs every reduced preset, with
+Every preset run must finish every point (status ok, or pruned by successive halving) with its analysis,
+and every stored metric must carry the registry's doc (include/icl/analysis/metrics.hpp; a name outside it
+does not compile).  `--all` runs every reduced preset, with
 numbers in the table or not: about 2.5 core-hours, so not in CI (ctest `reduced_numbers` runs the table's
 presets; docs/testing.md).
 

@@ -1,11 +1,13 @@
-# ctest `layering`: build the arrows of tests/CMakeLists.txt.  ALLOWED (targets) must compile, so the
-# include path is sound; each of REFUSED (target:message) must fail on its own poison (cmake/IclRooms.cmake),
-# in one build that goes on after errors.
+# ctests `layering` and `metric_names` (tests/CMakeLists.txt): code the build must accept and code it must
+# refuse.  ALLOWED (targets) must compile; each of REFUSED (target:message) must fail, and its message must
+# be in the compiler's output (layering: the poison header's #error, cmake/IclRooms.cmake; metric_names: the
+# refused line itself, which the compiler echoes under its error), in one build that goes on after errors.
+# WHAT names the subject in the messages.
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${BUILD_DIR} --target ${ALLOWED}
                 OUTPUT_VARIABLE out ERROR_VARIABLE out RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message("${out}")
-  message(FATAL_ERROR "a room cannot include the rooms it may see: the include path is broken")
+  message(FATAL_ERROR "${WHAT}: code that must compile does not")
 endif()
 
 set(targets "")
@@ -32,6 +34,6 @@ list(LENGTH ALLOWED n_allowed)
 list(LENGTH REFUSED n_refused)
 if(missed OR rc EQUAL 0)
   message("${out}")
-  message(FATAL_ERROR "arrows the build did not refuse: ${missed}")
+  message(FATAL_ERROR "${WHAT}: the build did not refuse: ${missed}")
 endif()
-message("${n_allowed} rooms include every room they may see; ${n_refused} forbidden arrows refused, each on its poison")
+message("${WHAT}: ${n_allowed} targets compile; ${n_refused} refused, each with its message")
