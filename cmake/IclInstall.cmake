@@ -16,7 +16,7 @@ install(DIRECTORY jobs/presets/ DESTINATION ${ICL_SHARE}/presets)
 install(DIRECTORY jobs/slurm jobs/pbs DESTINATION ${ICL_SHARE}/jobs)
 install(DIRECTORY tools/python/icl_sweep DESTINATION ${ICL_SHARE}/python
         PATTERN __pycache__ EXCLUDE PATTERN "*.pyc" EXCLUDE)
-install(PROGRAMS tools/icl-report tools/icl-halving-check tools/icl-lu-theory DESTINATION bin)
+install(PROGRAMS tools/icl-report tools/icl-halving-check tools/icl-lu-theory tools/icl-costs DESTINATION bin)
 install(PROGRAMS tools/find-python DESTINATION libexec/icl-sweep)
 
 # tools/icl-job reads the job templates from its own ../jobs, so it lives in share/icl-sweep/tools; bin/icl-job

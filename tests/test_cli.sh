@@ -53,6 +53,12 @@ grep -q "^points      4 (2 replicas" <<<"$out" || { echo "FAIL: --repeats overri
 out=$("$bin" run "$dir/spec.ini" --repeats 0 --dry-run 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "command line: 'repeats' = '0': must be one integer >= 1" <<<"$out" \
   || { echo "FAIL: --repeats 0: rc $rc: $out"; fail=1; }
+# --measure times a few steps on this core and prints the scaled estimate; without --dry-run it is refused.
+out=$("$bin" run "$dir/spec.ini" --dry-run --measure --steps 20 --batch 16 2>&1)
+grep -q "^measured    .* core-hours in all on this core" <<<"$out" || { echo "FAIL: --measure: $out"; fail=1; }
+out=$("$bin" run "$dir/spec.ini" -o "$dir/m.h5" --measure 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "option '--measure': applies only with --dry-run" <<<"$out" && [ ! -e "$dir/m.h5" ] \
+  || { echo "FAIL: --measure without --dry-run: rc $rc: $out"; fail=1; }
 # status and verify of a FIFO named OUT.h5: refused at once, naming it (HDF5 would block opening it: it hung).
 mkfifo "$dir/fifo.h5"
 for cmd in status verify; do

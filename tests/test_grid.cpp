@@ -1,5 +1,7 @@
 // Grid expansion: product order, zip groups, replicas and seeds, costs, and errors that say where.
 #include <gtest/gtest.h>
+
+#include <set>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -236,6 +238,17 @@ TEST(GridLimits, SummaryAgreesWithTheExpandedGrid) {
   EXPECT_DOUBLE_EQ(sum.longest_cost, longest);
   EXPECT_DOUBLE_EQ(sum.largest_memory.total, largest);
   EXPECT_EQ(sum.largest_memory_at, "layers=3, eval_tasks=5000, steps=200, landscape=0");
+  // --measure's sample: kSampled distinct combinations of the 16, each with its own estimate, the same on
+  // every call.
+  ASSERT_EQ(sum.sampled.size(), Summary::kSampled);
+  std::set<std::string> drawn;
+  for (const Summary::Sampled& c : sum.sampled) {
+    EXPECT_TRUE(drawn.insert(c.at).second) << c.at;
+    EXPECT_DOUBLE_EQ(c.cost, estimate_seconds(c.point)) << c.at;
+  }
+  Summary again;
+  ASSERT_TRUE(summarise(s, &again, &errors));
+  for (size_t k = 0; k < Summary::kSampled; ++k) EXPECT_EQ(again.sampled[k].at, sum.sampled[k].at);
   // The same errors from both, naming the combination of the options that matter.
   const Spec bad = spec_of({{"steps", {"10", "100"}, "f:1"}, {"lr", {"1", "2"}, "f:2"}, {"warmup", {"50"}, "f:3"}});
   std::vector<std::string> from_summary;
@@ -244,6 +257,20 @@ TEST(GridLimits, SummaryAgreesWithTheExpandedGrid) {
   EXPECT_EQ(errors, from_summary);
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("grid point (steps=10, warmup=50): option 'warmup' = '50'"), std::string::npos) << errors[0];
+}
+
+// The sample is drawn in proportion to cost: among 100 combinations, the one that carries almost all of
+// the estimate is drawn (a uniform draw of 6 would miss it 94 times in 100).
+TEST(GridLimits, MeasureSampleFollowsTheCost) {
+  std::vector<std::string> steps;
+  for (int k = 1; k < 100; ++k) steps.push_back(std::to_string(k));
+  steps.push_back("100000000");
+  Summary sum;
+  std::vector<std::string> errors;
+  ASSERT_TRUE(summarise(spec_of({{"steps", steps, "f:1"}}, {}), &sum, &errors));
+  ASSERT_EQ(sum.combinations, 100);
+  ASSERT_EQ(sum.sampled.size(), Summary::kSampled);
+  EXPECT_EQ(sum.sampled[0].point.steps, 100000000);
 }
 
 TEST(GridLimits, OptionsThatOnlyMultiplyChangeNoRuleCostOrMemory) {

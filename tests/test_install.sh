@@ -52,7 +52,7 @@ check "presets with reduced/" '[ -f "$prefix/share/icl-sweep/presets/quickstart.
   [ "$(ls "$src/jobs/presets/reduced" | wc -l)" -eq "$(ls "$prefix/share/icl-sweep/presets/reduced" | wc -l)" ]'
 check "job templates" '[ -f "$prefix/share/icl-sweep/jobs/slurm/icl-sweep.sbatch" ] && [ -f "$prefix/share/icl-sweep/jobs/pbs/icl-sweep.pbs" ]'
 check "Python package" '[ -f "$prefix/share/icl-sweep/python/icl_sweep/report.py" ] && [ ! -e "$prefix/share/icl-sweep/python/icl_sweep/__pycache__" ]'
-check "tools" '(for t in icl-report icl-halving-check icl-lu-theory icl-job; do [ -x "$prefix/bin/$t" ] || exit 1; done) &&
+check "tools" '(for t in icl-report icl-halving-check icl-lu-theory icl-costs icl-job; do [ -x "$prefix/bin/$t" ] || exit 1; done) &&
   [ -x "$prefix/libexec/icl-sweep/find-python" ] && [ -x "$prefix/share/icl-sweep/tools/icl-job" ]'
 # (Source file names from __FILE__ in error messages may remain; the source directory itself must not.)
 check "no source directory compiled into the executable" '! tr "\0" "\n" <"$prefix/bin/icl-sweep" | grep -qxF "$src"'

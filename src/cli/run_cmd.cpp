@@ -31,8 +31,10 @@
 #include <numeric>
 #include <sstream>
 
+#include "icl/build_info.hpp"
 #include "icl/cli/cli.hpp"
 #include "icl/cli/install_paths.hpp"
+#include "icl/cli/measure_cost.hpp"
 #include "icl/cli/spec_file.hpp"
 #include "icl/cli/stop_merge.hpp"
 #include "icl/cli/sweep_loop.hpp"
@@ -102,17 +104,37 @@ void print_dry_run(const sweep::Spec& spec, const sweep::Summary& g) {
               spec.max_point_source.c_str());
 }
 
-void print_halving_plan(const sweep::Spec& spec, const sweep::Grid& grid) {
+// --measure: the estimate scaled by this core's measured rates (measure_cost.hpp); returns the scale of the
+// combinations not measured (0 when none could be).
+double print_measured(const sweep::Summary& g) {
+  const MeasuredCost m = measure_cost(g);
+  if (m.rows.empty()) {
+    std::printf("measured    nothing: no combination took a training step\n");
+    return 0.0;
+  }
+  std::printf("measured    %.2f core-hours in all on this core (%s; %s): %zu combinations drawn in proportion to "
+              "their share of the estimate train at %.2fx its time per step, on average\n",
+              m.total / 3600, cpu_name().c_str(), build::flags, m.rows.size(), m.scale);
+  for (const MeasuredCost::Row& r : m.rows)
+    std::printf("            %.3g s per step measured, %.3g estimated (%.2f%% of the estimate): %s\n", r.measured_step,
+                r.estimated_step, 100 * r.share, r.at.empty() ? "every point" : r.at.c_str());
+  return m.scale;
+}
+
+void print_halving_plan(const sweep::Spec& spec, const sweep::Grid& grid, double measured_scale) {
   const sweep::Conditions c = sweep::conditions(spec, grid);
   size_t most = 0;
   for (const auto& m : c.members) most = std::max(most, m.size());
   std::string rungs;
   for (int64_t r : spec.halving.rungs) rungs += " " + std::to_string(r);
   const double planned = sweep::planned_fraction(spec, grid);
+  const double full = std::accumulate(grid.cost.begin(), grid.cost.end(), 0.0);
   std::printf("halving     %zu conditions of up to %zu candidates; rungs at steps%s; the best 1/%d go on (by %s); "
-              "planned cost %.1f%% of the full grid (%.2f core-hours)\n",
+              "planned cost %.1f%% of the full grid (%.2f core-hours",
               c.members.size(), most, rungs.c_str(), spec.halving.reduction, spec.halving.metric.c_str(), 100 * planned,
-              planned * std::accumulate(grid.cost.begin(), grid.cost.end(), 0.0) / 3600);
+              planned * full / 3600);
+  if (measured_scale > 0) std::printf("; %.2f measured on this core", measured_scale * planned * full / 3600);
+  std::printf(")\n");
 }
 
 // The summary table of a complete sweep: its first 200 points beside GD and Bayes.
@@ -165,7 +187,7 @@ std::function<void(double)> seconds_rule(const std::string& option, double most 
 struct RunArgs {
   std::string spec_path, out;
   Overrides overrides;
-  bool dry_run = false, quiet = false;
+  bool dry_run = false, measure = false, quiet = false;
   double progress_every = 0, merge_every = 0, live_every = 0;   // seconds; 0 = never
   OutputOptions output;
 };
@@ -176,6 +198,8 @@ void add_run_options(po::options_description& desc) {
       "resume", po::bool_switch(), "continue the sweep in OUTPUT: recompute nothing that finished")(
       "force", po::bool_switch(), "discard an existing OUTPUT and start over")(
       "dry-run", po::bool_switch(), "print the number of points, the axes, the estimated cost and the largest point's memory, and exit")(
+      "measure", po::bool_switch(),
+      "with --dry-run: train a few steps of the heaviest combinations on this core and scale the estimate by the rate measured")(
       "quiet", po::bool_switch(), "no progress lines, no summary table")(
       "progress", po::value<double>()->default_value(10.0)->notifier(seconds_rule("progress")), "seconds between progress lines (0 = none)")(
       "merge-every", po::value<double>()->default_value(60.0)->notifier(seconds_rule("merge-every")),
@@ -225,6 +249,11 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   for (const sweep::SweepKey& k : sweep::sweep_keys())
     if (k.help && vm.count(k.name)) args->overrides.push_back({k.name, vm[k.name].as<std::vector<std::string>>()});
   args->dry_run = vm["dry-run"].as<bool>();
+  args->measure = vm["measure"].as<bool>();
+  if (args->measure && !args->dry_run) {
+    if (root) std::cerr << "icl-sweep run: option '--measure': applies only with --dry-run\n";
+    return kExitUsage;
+  }
   args->quiet = vm["quiet"].as<bool>();
   args->progress_every = args->quiet ? 0.0 : vm["progress"].as<double>();
   args->merge_every = vm["merge-every"].as<double>();
@@ -280,7 +309,8 @@ int load_sweep(const RunArgs& args, sweep::Spec* spec, sweep::Grid* grid) {
   }
   if (args.dry_run) {
     if (root) print_dry_run(*spec, summary);
-    if (root && spec->halving.on()) print_halving_plan(*spec, *grid);
+    const double scale = root && args.measure ? print_measured(summary) : 0.0;
+    if (root && spec->halving.on()) print_halving_plan(*spec, *grid, scale);
     return kExitOk;
   }
   return kContinue;

@@ -22,7 +22,7 @@ const std::vector<Entry>& layout() {
       {"@spec", Shape::attribute, "text", "", "the sweep's canonical spec, or every option as `name = value` for `train`", ""},
       {"@written_utc, @n_points", Shape::attribute, "text, int64", "", "when the file was written; P, its number of rows", ""},
       {"@loss_convention, @normalisation_convention, @analysis_convention", Shape::attribute, "text", "", "plain MSE, never halved; c = 1/n or 1; how the analyses measure (iterative Newton's start alpha included)", ""},
-      {"@methods", Shape::attribute, "text", "", "the predictors of the analyses (the registry of `src/analysis/metrics.cpp`), one `key<TAB>label<TAB>doc` line each in the registry's order: `loss_<key>` and the other families name them; the Python tools take methods and legend labels from here", ""},
+      {"@methods", Shape::attribute, "text", "", "the predictors of the analyses (the registry of `include/icl/analysis/metrics.hpp`), one `key<TAB>label<TAB>doc` line each in the registry's order: `loss_<key>` and the other families name them; the Python tools take methods and legend labels from here", ""},
       {"@layout", Shape::attribute, "text", "", "this table, one `path shape type index` line per dataset entry (the Python loader reads it)", ""},
       {"@spec_hash, @spec_file, @sweep_state, @rank_count, @started_utc, @ended_utc", Shape::attribute, "text, int64", "",
        "sweeps only; `sweep_state` is `running`, `incomplete` or `complete`", ""},
@@ -37,7 +37,7 @@ const std::vector<Entry>& layout() {
       {"/points/row_digest", Shape::digest, "i64", "(P,)", "digest of everything stored for the point, every row dataset and its flat slices (`icl-sweep verify`)", ""},
       {"/metrics/*", Shape::row, "f64", "(P,)", "scalars: `test_loss`, `train_loss`, `steps_done`, `wall_seconds`, `train_seconds`, `eval_seconds`, "
        "`steps_per_second`, `flops_per_step`, and the analysis scalars (`loss_<method>`, `adjusted_<method>`, `se_*`, `align_*`, ...); "
-       "attributes `doc`, and `label`, `convention` from the registry in `src/analysis/metrics.cpp`", ""},
+       "attributes `doc`, and `label`, `convention` from the registry in `include/icl/analysis/metrics.hpp`", ""},
       {"/analysis/*", Shape::row, "f64", "(P, width)", "the analysis series, NaN-padded (`layer_loss_<method>`, `noise_loss_<method>`, `ood_*`, "
        "`precond_*`, `v24_w_*`, `landscape_*`, ...); attribute `doc` says the shape", ""},
       {"/layers/test_loss", Shape::row, "f64", "(P, L_max)", "readout loss after each layer, NaN-padded", ""},

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <random>
 #include <set>
 
 #include "icl/analysis/analysis.hpp"
@@ -107,6 +108,8 @@ double estimate_seconds(const Point& p) {
   const double landscape = measurements * 2 * per_task * ((2.0 * params + 2) * p.hessian_tasks + 48.0 * p.batch);
   return (per_task * p.batch * static_cast<double>(p.steps) + evals + analysis + landscape) / kNominalFlops + 0.01;
 }
+
+double estimate_step_seconds(const Point& p) { return flops_per_task(p) * p.batch / kNominalFlops; }
 
 bool only_multiplies(const std::string& option) {
   static const std::set<std::string> names = {"w_prior", "norm", "act_clip", "optimizer", "lr", "beta1", "beta2",
@@ -235,6 +238,24 @@ void for_each_combination(const std::vector<Axis>& axes, const std::vector<size_
 
 }  // namespace
 
+namespace {
+
+// Weighted sampling without replacement in one pass: each combination gets key log(u) / weight, u uniform
+// in (0, 1) from a fixed stream, and `list` keeps the kSampled largest keys; `at` names one only when kept.
+template <class At>
+void sample_combination(const Point& p, double cost, double weight, At at, std::mt19937_64& rng,
+                        std::vector<Summary::Sampled>* list) {
+  const double u = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
+  const double key = std::log(u) / std::max(cost * weight, 1e-300);
+  auto larger = [](const Summary::Sampled& a, const Summary::Sampled& b) { return a.key > b.key; };
+  if (list->size() == Summary::kSampled && key <= list->back().key) return;
+  Summary::Sampled s{p, cost, at(), key};
+  list->insert(std::upper_bound(list->begin(), list->end(), s, larger), std::move(s));
+  if (list->size() > Summary::kSampled) list->pop_back();
+}
+
+}  // namespace
+
 bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* errors) {
   errors->clear();
   *summary = Summary{};
@@ -254,12 +275,15 @@ bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* err
     }
   }
   const double weight = static_cast<double>(summary->points) / combos;
+  summary->combinations = combos;
+  std::mt19937_64 rng(20261126);
   for_each_combination(axes, walk, [&](const Point& p, auto at) {
     for (const std::string& why : point_validate(p)) errors->push_back("grid point (" + at() + "): " + why);
     if (errors->size() >= 20) return false;
     const double cost = estimate_seconds(p);
     summary->total_cost += cost * weight;
     summary->longest_cost = std::max(summary->longest_cost, cost);
+    sample_combination(p, cost, weight, at, rng, &summary->sampled);
     const PointMemory m = estimate_memory(p);
     if (m.total > summary->largest_memory.total) {
       summary->largest_memory = m;

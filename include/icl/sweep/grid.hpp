@@ -94,8 +94,19 @@ struct Summary {
   std::vector<Axis> axes;
   int64_t points = 0;
   double total_cost = 0, longest_cost = 0;   // estimated seconds on one core
+  double combinations = 0;                   // of the options that enter a rule or an estimate: points / it each
   PointMemory largest_memory;                // the point with the largest estimate
   std::string largest_memory_at;             // its values of the options that vary, "layers=3, d=10"
+  // kSampled combinations drawn in proportion to their share of total_cost (cost x the points each stands
+  // for; without replacement, reproducibly): what --dry-run --measure times on this core.
+  struct Sampled {
+    Point point;
+    double cost = 0;
+    std::string at;
+    double key = 0;   // log(u) / share: the kSampled largest are kept (Efraimidis and Spirakis 2006)
+  };
+  static constexpr size_t kSampled = 6;
+  std::vector<Sampled> sampled;
 };
 bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* errors);
 
@@ -111,5 +122,7 @@ bool expand(const Spec& spec, Grid* grid, std::vector<std::string>* errors);
 // Estimated seconds of one point on one core (model FLOPs of training, evaluation and analysis at a
 // nominal rate): used to order the work and for --dry-run, never for results.
 double estimate_seconds(const Point& p);
+// Its training steps' share: steps x estimate_step_seconds(p).
+double estimate_step_seconds(const Point& p);
 
 }  // namespace icl::sweep
