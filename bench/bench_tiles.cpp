@@ -2,7 +2,7 @@
 // binary is built for (base/simd.hpp): every candidate shape RI x RK times the products a linear layer
 // makes at token size D (C = Z Z^T, dK = G Z^T: D x D over N terms; Z' = Z + K Z: D x N over D terms),
 // float lanes, single thread.  One line per shape, GFLOP/s (2 flops per multiply-add per float); the
-// build's own choice (kTile) is marked.  bench/run_bench_tiles.sh prints it beside the FP32 peak.
+// build's own choice (kTile) is marked.  bench/run_bench_kernels.sh prints it beside the FP32 peak.
 //   bench_tiles [D=33] [seconds per shape=0.5]
 //   bench_tiles --isa      the instruction set whose tiles this build uses (bench/prelude.sh)
 #include <chrono>

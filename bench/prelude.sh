@@ -3,7 +3,7 @@
 # into $peak.  A fair peer needs OpenBLAS (Debian's default reference BLAS slows torch's batched products
 # several times): it and python3-torch are installed here if missing.
 need=()
-for p in python3-torch libopenblas0-pthread; do
+for p in python3-torch libopenblas0-pthread libhwy-dev; do   # libhwy-dev: bench_simd
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
