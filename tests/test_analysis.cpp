@@ -622,11 +622,12 @@ TEST(Analysis, StopFlagIsPolledByEveryLongStage) {
   EXPECT_LT(cancelled_seconds, 0.05 * full_seconds) << cancelled_seconds << " s cancelled, " << full_seconds << " s in full";
 
   const auto tune = test::make_batch<double>(p, 64);
-  EXPECT_THROW(tune_gdpp_tied(tune, 2, 0.1, &stop), Cancelled);
+  const GdppTasks spectra = gdpp_tasks(tune);
+  EXPECT_THROW(tune_gdpp_tied(spectra, 2, 0.1, &stop), Cancelled);
   GdppTuned tied;
   tied.eta = {0.1, 0.1};
   tied.gamma = {0.0, 0.0};
-  EXPECT_THROW(tune_gdpp_per_step(tune, tied, nullptr, 0.1, nullptr, &stop), Cancelled);
+  EXPECT_THROW(tune_gdpp_per_step(spectra, tied, nullptr, 0.1, nullptr, &stop), Cancelled);
   Objective<double> obj(p);
   const std::vector<double> theta(obj.layout().size(), 0.01);
   EXPECT_THROW(hessian_diagonal(obj, tune, theta, &stop), Cancelled);

@@ -12,7 +12,8 @@ namespace {
 
 struct Vo23 {
   Point p = test::make_point({{"d", "10"}, {"n", "10"}, {"x_dist", "uniform:0.5"}, {"precision", "float64"}});
-  TaskBatch<double> tune = test::make_batch<double>(p, 500);
+  TaskBatch<double> batch = test::make_batch<double>(p, 500);
+  GdppTasks tune = gdpp_tasks(batch);
   // The K-step GD rate the tuner starts from: the best of a 1-D grid (gamma = 0).
   double eta_gd(int K) const {
     double best = 0, best_f = 1e300;
@@ -23,6 +24,21 @@ struct Vo23 {
     return best;
   }
 };
+
+// The tuning's loss (on each task's spectrum) is the gdpp transformer's, value and gradient, for every K.
+TEST(Gdpp, SpectralLossIsTheTransformers) {
+  const Vo23 s;
+  const std::vector<double> eta = {0.7, 1.1, 0.9, 0.5}, gamma = {0.2, -0.1, 0.3, 0.4};
+  for (int K = 1; K <= 4; ++K) {
+    const std::vector<double> e(eta.begin(), eta.begin() + K), g(gamma.begin(), gamma.begin() + K);
+    std::vector<double> grad, grad_ref;
+    const double f = gdpp_loss(s.tune, e, g, &grad), f_ref = gdpp_loss_transformer(s.batch, e, g, &grad_ref);
+    EXPECT_NEAR(f, f_ref, 1e-12 * f_ref) << "K = " << K;
+    ASSERT_EQ(grad.size(), grad_ref.size());
+    for (size_t k = 0; k < grad.size(); ++k)
+      EXPECT_NEAR(grad[k], grad_ref[k], 1e-10 * std::max(1.0, std::fabs(grad_ref[k]))) << "K = " << K << ", " << k;
+  }
+}
 
 TEST(Gdpp, LossGradientMatchesCentralDifferences) {
   const Vo23 s;

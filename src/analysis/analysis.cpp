@@ -412,8 +412,8 @@ Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& ou
   const TaskBatch<T> tune = draw<T>(law, p.seed, draws::tune_closed_form, kTuneTasks);   // in the point's precision
   t.closed_form = tune_baselines(p, law, task_set(tune, bases, nullptr, stop), bases.Wi.size() > 0, stop);
   const Tuned& cf = t.closed_form;
-  const TaskBatch<double> tune_model = draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks),
-                          validation = draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks);
+  const GdppTasks tune_model = gdpp_tasks(draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks)),
+                  validation = gdpp_tasks(draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks));
   Named S(out.series);
   for (int K = 1; K <= p.layers; ++K) {   // a K-step method is compared with the K-th readout
     t.tied_K.push_back(tune_gdpp_tied(tune_model, K, cf.gd_eta[K - 1], stop));

@@ -1,6 +1,5 @@
-// GD++ tuning (gdpp.hpp).  The loss is the gdpp transformer's (Objective, exact gradient) with
-// theta_l = (p_x, p_y, q_x) = (-gamma_l, -eta_l, 1): w_xx = p_x q_x = -gamma_l, w_yx = p_y q_x = -eta_l, so
-//   d loss / d eta_l = -d loss / d p_y,   d loss / d gamma_l = -d loss / d p_x.
+// GD++ tuning (gdpp.hpp).  The loss is GD++ on each task's spectrum (gdpp_predict), with its exact
+// gradient by reverse mode; the gdpp transformer computes the same function (gdpp_loss_transformer).
 // Minimisation: BFGS on z = (eta, gamma) / eta_gd (both act as rates on sums over the context, so one
 // unit serves both), backtracking line search with the Armijo condition f(z + t u) <= f + 1e-4 t g.u,
 // the inverse-Hessian estimate rescaled by s.y / y.y after the first step and reset to I when it stops
@@ -33,37 +32,98 @@ ModelShape gdpp_shape(const TaskBatch<double>& set, int K) {
   return s;
 }
 
+// One task's K-step GD++ prediction from its spectrum (gdpp.hpp) and, with dy != nullptr, d yhat /
+// d(eta_l, gamma_l) into dy[2l], dy[2l+1] by reverse mode over the stored steps.  `state`: scratch of
+// 3 K d values (s, b, z before each step), reused across tasks.
+double gdpp_predict(const TaskSpectrum& t, const double* eta, const double* gamma, int K, double* dy,
+                    std::vector<double>& state) {
+  const int d = static_cast<int>(t.s.size());
+  state.resize(static_cast<size_t>(3) * K * d);
+  double yhat = 0.0;
+  for (int i = 0; i < d; ++i) {
+    state[i] = t.s(i);
+    state[d + i] = t.b(i);
+    state[2 * d + i] = t.z(i);
+  }
+  for (int l = 0; l < K; ++l) {
+    const double* s = &state[3 * l * d];
+    double r = 0.0;
+    for (int i = 0; i < d; ++i) r += s[d + i] * s[2 * d + i];
+    yhat += eta[l] * r;
+    if (l + 1 == K) break;
+    double* next = &state[3 * (l + 1) * d];
+    for (int i = 0; i < d; ++i) {
+      const double u = 1.0 - gamma[l] * s[i], v = 1.0 - eta[l] * s[i];
+      next[i] = s[i] * u * u;
+      next[d + i] = u * v * s[d + i];
+      next[2 * d + i] = u * s[2 * d + i];
+    }
+  }
+  if (!dy) return yhat;
+  // Adjoints of (s, b, z) before step l+1, carried down to step l.
+  std::vector<double>& adj = state;   // appended after the states
+  const size_t base = static_cast<size_t>(3) * K * d;
+  adj.resize(base + 3 * static_cast<size_t>(d), 0.0);
+  double* as = &adj[base];
+  double* ab = as + d;
+  double* az = ab + d;
+  std::fill(as, as + 3 * d, 0.0);
+  for (int l = K - 1; l >= 0; --l) {
+    const double* s = &state[3 * l * d];
+    double de = 0.0, dg = 0.0;
+    for (int i = 0; i < d; ++i) {
+      const double si = s[i], bi = s[d + i], zi = s[2 * d + i];
+      const double u = 1.0 - gamma[l] * si, v = 1.0 - eta[l] * si;
+      de += bi * zi - ab[i] * u * si * bi;
+      dg -= si * (ab[i] * v * bi + az[i] * zi + 2.0 * as[i] * u * si);
+      const double as_new = ab[i] * bi * (-gamma[l] * v - eta[l] * u) - az[i] * zi * gamma[l] + as[i] * (u * u - 2.0 * gamma[l] * si * u);
+      ab[i] = eta[l] * zi + ab[i] * u * v;
+      az[i] = eta[l] * bi + az[i] * u;
+      as[i] = as_new;
+    }
+    dy[2 * l] = de;
+    dy[2 * l + 1] = dg;
+  }
+  return yhat;
+}
+
 // The loss as a function of x = (eta_b, gamma_b) per block b (K blocks, or 1 when tied).
 class GdppLoss {
  public:
-  GdppLoss(const TaskBatch<double>& set, int K, bool tied, const std::atomic<bool>* stop = nullptr)
-      : set_(set), stop_(stop), blocks_(tied ? 1 : K), obj_(gdpp_shape(set, K), Param::gdpp, tied), theta_(3 * blocks_) {}
-  int size() const { return 2 * blocks_; }
+  GdppLoss(const GdppTasks& set, int K, bool tied, const std::atomic<bool>* stop = nullptr)
+      : set_(set), stop_(stop), K_(K), tied_(tied), eta_(K), gamma_(K), dy_(2 * K) {}
+  int size() const { return tied_ ? 2 : 2 * K_; }
   // One pass over the set; the stop flag is polled before each (cancel.hpp).
   double operator()(const std::vector<double>& x, std::vector<double>* grad) {
     check_stop(stop_);
-    for (int b = 0; b < blocks_; ++b) {
-      theta_[3 * b + 0] = -x[2 * b + 1];
-      theta_[3 * b + 1] = -x[2 * b + 0];
-      theta_[3 * b + 2] = 1.0;
+    for (int l = 0; l < K_; ++l) {
+      eta_[l] = x[tied_ ? 0 : 2 * l];
+      gamma_[l] = x[tied_ ? 1 : 2 * l + 1];
     }
-    const double f = obj_.loss_grad(set_, theta_, grad ? &g_ : nullptr);
-    if (grad) {
-      grad->resize(2 * blocks_);
-      for (int b = 0; b < blocks_; ++b) {
-        (*grad)[2 * b + 0] = -g_[3 * b + 1];
-        (*grad)[2 * b + 1] = -g_[3 * b + 0];
-      }
+    if (grad) grad->assign(size(), 0.0);
+    double sum = 0.0;
+    const size_t B = set_.y.size();
+    for (size_t t = 0; t < B; ++t) {
+      const double e = gdpp_predict(set_.spectra[t], eta_.data(), gamma_.data(), K_, grad ? dy_.data() : nullptr, state_) - set_.y[t];
+      sum += e * e;
+      if (grad)
+        for (int l = 0; l < K_; ++l) {
+          (*grad)[tied_ ? 0 : 2 * l] += 2.0 * e * dy_[2 * l];
+          (*grad)[tied_ ? 1 : 2 * l + 1] += 2.0 * e * dy_[2 * l + 1];
+        }
     }
+    if (grad)
+      for (double& g : *grad) g /= static_cast<double>(B);
+    const double f = sum / static_cast<double>(B);
     return std::isfinite(f) ? f : std::numeric_limits<double>::infinity();
   }
 
  private:
-  const TaskBatch<double>& set_;
+  const GdppTasks& set_;
   const std::atomic<bool>* stop_;
-  int blocks_;
-  Objective<double> obj_;
-  std::vector<double> theta_, g_;
+  int K_;
+  bool tied_;
+  std::vector<double> eta_, gamma_, dy_, state_;
 };
 
 double dot(const std::vector<double>& a, const std::vector<double>& b) {
@@ -178,7 +238,19 @@ GdppTuned bfgs(GdppLoss& loss, std::vector<double> x, double unit, const std::ve
 
 }  // namespace
 
-double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, const std::vector<double>& gamma,
+GdppTasks gdpp_tasks(const TaskBatch<double>& set) {
+  GdppTasks out;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  for (int t = 0; t < set.B; ++t) {
+    batch_task(set, t, &X, &y);
+    out.spectra.push_back(task_spectrum(X.leftCols(set.n), y.head(set.n), X.col(set.n)));
+    out.y.push_back(y(set.n));
+  }
+  return out;
+}
+
+double gdpp_loss(const GdppTasks& set, const std::vector<double>& eta, const std::vector<double>& gamma,
                  std::vector<double>* grad) {
   const int K = static_cast<int>(eta.size());
   GdppLoss loss(set, K, false);
@@ -190,7 +262,30 @@ double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, c
   return loss(x, grad);
 }
 
-GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd, const std::atomic<bool>* stop) {
+// theta_l = (p_x, p_y, q_x) = (-gamma_l, -eta_l, 1): w_xx = p_x q_x = -gamma_l, w_yx = p_y q_x = -eta_l, so
+// d loss / d eta_l = -d loss / d p_y,  d loss / d gamma_l = -d loss / d p_x.
+double gdpp_loss_transformer(const TaskBatch<double>& set, const std::vector<double>& eta,
+                             const std::vector<double>& gamma, std::vector<double>* grad) {
+  const int K = static_cast<int>(eta.size());
+  Objective<double> obj(gdpp_shape(set, K), Param::gdpp, false);
+  std::vector<double> theta(3 * K), g;
+  for (int l = 0; l < K; ++l) {
+    theta[3 * l + 0] = -gamma[l];
+    theta[3 * l + 1] = -eta[l];
+    theta[3 * l + 2] = 1.0;
+  }
+  const double f = obj.loss_grad(set, theta, grad ? &g : nullptr);
+  if (grad) {
+    grad->resize(2 * K);
+    for (int l = 0; l < K; ++l) {
+      (*grad)[2 * l + 0] = -g[3 * l + 1];
+      (*grad)[2 * l + 1] = -g[3 * l + 0];
+    }
+  }
+  return f;
+}
+
+GdppTuned tune_gdpp_tied(const GdppTasks& tune, int K, double eta_gd, const std::atomic<bool>* stop) {
   const double unit = std::max(eta_gd, 1e-12);
   GdppLoss loss(tune, K, true, stop);
   std::vector<double> best = {eta_gd, 0.0};
@@ -211,8 +306,8 @@ GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd, co
   return r;
 }
 
-GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tied, const GdppTuned* shorter,
-                             double eta_gd, const TaskBatch<double>* validation, const std::atomic<bool>* stop) {
+GdppTuned tune_gdpp_per_step(const GdppTasks& tune, const GdppTuned& tied, const GdppTuned* shorter, double eta_gd,
+                             const GdppTasks* validation, const std::atomic<bool>* stop) {
   const int K = static_cast<int>(tied.eta.size());
   const double unit = std::max(eta_gd, 1e-12);
   GdppLoss loss(tune, K, false, stop);

@@ -59,8 +59,8 @@ double sum_over_lengths(F f, double C) {
 }
 
 // analyse(): the tuning (16,000 tasks' spectra and ~ 700 + 100 L closed-form evaluations of ~ 10 d each;
-// GD++ for every K = 1..L: a 9 x 9 grid and ~ 300 BFGS evaluations of the K-step model, forward and
-// backward, on 2,000 tasks, 3 validation passes on 10,000), the evaluation set (the model and three
+// GD++ on the spectra of 12,000 more tasks (gdpp.hpp), for every K = 1..L a 9 x 9 grid and ~ 300 BFGS
+// evaluations of ~ 20 K d each on 2,000 tasks, 3 validation passes on 10,000), the evaluation set (the model and three
 // references with their input gradients, the per-K references, spectra and dMMSE, Newton's 65 steps), the
 // pool's evaluation set, 8 noise levels and 8 out-of-distribution sets of 1,000 tasks (3 at lengths n/2,
 // n, 2n), the roll-out, and context_curve's 2,000 tasks at every length 1..n_test: quadratic in n_test.
@@ -69,8 +69,10 @@ double analysis_flops(const Point& p) {
   const double d = p.d, E = p.eval_tasks, per_task = flops_per_task(p), ref = reference_flops(p, L, n);
   const double spectra = 3 * (2.0 * n * d * d + 10 * d * d * d);
   const double sum_ref = ref * (L + 1) / 2;   // sum over K = 1..L of reference_flops(p, K, n): linear in K
-  const double tuning = AnalysisSets::tune * (spectra + 10 * d * (700 + 100.0 * L)) +
-                        (81 + 300.0) * AnalysisSets::tune_model * sum_ref + AnalysisSets::gdpp_validation * sum_ref;
+  const double sum_K = L * (L + 1) / 2.0;   // sum over K = 1..L of K
+  const double gdpp = (AnalysisSets::tune_model + AnalysisSets::gdpp_validation) * spectra / 3 +
+                      ((81 + 300.0) * AnalysisSets::tune_model + 3.0 * AnalysisSets::gdpp_validation) * 20 * d * sum_K;
+  const double tuning = AnalysisSets::tune * (spectra + 10 * d * (700 + 100.0 * L)) + gdpp;
   const double dmmse = p.task_pool > 0 ? set_task_flops(p, n, true) - set_task_flops(p, n, false) : 0.0;
   const double evaluation = E * (per_task + 3 * ref + 2 * sum_ref / 3 + spectra + dmmse + 10 * d * (65 + L));
   const double pool = p.task_pool > 0 ? E * set_task_flops(p, n, true) : 0.0;

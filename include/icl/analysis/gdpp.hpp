@@ -10,9 +10,24 @@
 #include <atomic>
 #include <vector>
 
+#include "icl/analysis/baselines.hpp"
 #include "icl/data/data.hpp"
 
 namespace icl {
+
+// A set of tasks as GD++ sees them.  Every update keeps the eigenvectors U of the context's S = X X^T, so
+// K steps act on each task through its spectrum alone (baselines.hpp: s, b = U^T alpha, z = U^T x_q), per
+// step l, all from the values before it:
+//   yhat += eta_l <b, z>,   b_i <- (1 - gamma_l s_i)(1 - eta_l s_i) b_i,   z_i <- (1 - gamma_l s_i) z_i,
+//   s_i <- s_i (1 - gamma_l s_i)^2
+// (gamma = 0: predict_gd's K steps).  O(K d) per task after one eigendecomposition, against the
+// transformer's O(K n d^2) per evaluation: the tuning below runs on this; gdpp_loss_transformer is the
+// transformer's loss, the same function up to rounding (tests/test_gdpp.cpp).
+struct GdppTasks {
+  std::vector<TaskSpectrum> spectra;
+  std::vector<double> y;   // the query labels
+};
+GdppTasks gdpp_tasks(const TaskBatch<double>& set);
 
 struct GdppTuned {
   std::vector<double> eta, gamma;   // K each (tied: K equal values)
@@ -27,8 +42,11 @@ constexpr double kGdppTolerance = 1e-6;
 
 // MSE of K-step GD++ (eta, gamma per step) on `set`; with grad != nullptr also its gradient, ordered
 // (d/d eta_1, d/d gamma_1, ..., d/d eta_K, d/d gamma_K).
-double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, const std::vector<double>& gamma,
+double gdpp_loss(const GdppTasks& set, const std::vector<double>& eta, const std::vector<double>& gamma,
                  std::vector<double>* grad = nullptr);
+// The same loss by the gdpp transformer itself (Objective, c = 1): the reference of the one above.
+double gdpp_loss_transformer(const TaskBatch<double>& set, const std::vector<double>& eta,
+                             const std::vector<double>& gamma, std::vector<double>* grad = nullptr);
 
 // GD++ for K steps minimised on `tune` by BFGS with an Armijo line search, in units of eta_gd (the tuned
 // K-step GD rate), until grad_norm <= kGdppTolerance or no descent step is left (double precision).
@@ -40,9 +58,8 @@ double gdpp_loss(const TaskBatch<double>& set, const std::vector<double>& eta, c
 // searched.  Without `validation` the lower tuning loss wins (never above the tied one); with it, the
 // lowest validation loss among the refined points and the tied optimum.
 // `stop` (optional, cancel.hpp) is polled before every evaluation of the loss; when set they throw Cancelled.
-GdppTuned tune_gdpp_tied(const TaskBatch<double>& tune, int K, double eta_gd, const std::atomic<bool>* stop = nullptr);
-GdppTuned tune_gdpp_per_step(const TaskBatch<double>& tune, const GdppTuned& tied, const GdppTuned* shorter,
-                             double eta_gd, const TaskBatch<double>* validation = nullptr,
-                             const std::atomic<bool>* stop = nullptr);
+GdppTuned tune_gdpp_tied(const GdppTasks& tune, int K, double eta_gd, const std::atomic<bool>* stop = nullptr);
+GdppTuned tune_gdpp_per_step(const GdppTasks& tune, const GdppTuned& tied, const GdppTuned* shorter, double eta_gd,
+                             const GdppTasks* validation = nullptr, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace icl
