@@ -1,9 +1,11 @@
 #include "icl/cli/measure_cost.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fstream>
 
+#include "icl/analysis/analysis.hpp"
 #include "icl/train/train.hpp"
 
 namespace icl {
@@ -22,11 +24,26 @@ double seconds_per_step(Point q, int64_t steps) {
   return t.steps_done > 0 ? t.seconds_train / static_cast<double>(t.steps_done) : std::nan("");
 }
 
+// Seconds of p's analysis on this core after 2 training steps (its cost does not depend on the weights'
+// values); 0 without analysis, NaN when the steps failed.
+double analysis_seconds(Point q) {
+  if (!q.analysis) return 0.0;
+  q.steps = std::min<int64_t>(2, q.steps);
+  q.eval_every = q.steps;
+  q.landscape.clear();
+  q.landscape_every = 0;
+  const Trained t = train(q);
+  if (t.status != Status::ok) return std::nan("");
+  const auto t0 = std::chrono::steady_clock::now();
+  analyse(q, t);
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 }  // namespace
 
 MeasuredCost measure_cost(const sweep::Summary& s) {
   MeasuredCost m;
-  double sum = 0;
+  double sum = 0, analysis = 0, training = 0;
   for (const sweep::Summary::Sampled& c : s.sampled) {
     const double first = seconds_per_step(c.point, std::min<int64_t>(2, c.point.steps));   // warm, and a first rate
     if (!(first > 0)) continue;
@@ -34,12 +51,18 @@ MeasuredCost measure_cost(const sweep::Summary& s) {
     MeasuredCost::Row r{c.at, sweep::estimate_step_seconds(c.point), seconds_per_step(c.point, steps),
                         c.cost * (static_cast<double>(s.points) / s.combinations) / s.total_cost};
     if (!(r.measured_step > 0)) continue;
+    r.analysis = analysis_seconds(c.point);
     sum += r.measured_step / r.estimated_step;
+    // The share of the whole grid: a ratio of sums over points, each sample weighed by 1 / its cost (it
+    // was drawn in proportion to it).
+    analysis += r.analysis / c.cost;
+    training += r.measured_step * static_cast<double>(c.point.steps) / c.cost;
     m.rows.push_back(r);
   }
   if (m.rows.empty()) return m;
   m.scale = sum / static_cast<double>(m.rows.size());
   m.total = s.total_cost * m.scale;
+  m.analysis_share = analysis / training;
   return m;
 }
 

@@ -16,10 +16,12 @@ struct MeasuredCost {
     std::string at;                      // the combination's varying options
     double estimated_step = 0, measured_step = 0;   // seconds per training step
     double share = 0;                    // of the whole estimate
+    double analysis = 0;                 // seconds of its analysis
   };
   std::vector<Row> rows;
   double scale = 1;     // the mean of measured / estimated over the rows
   double total = 0;     // seconds on this core for the whole grid
+  double analysis_share = 0;   // the analyses' time over the training's, the whole grid (estimated)
 };
 MeasuredCost measure_cost(const sweep::Summary& s);
 
