@@ -112,6 +112,43 @@ def loader(h5):
     check(all(len(v) == 1 for v in best.groups(best.axes).values()), "--best replica keeps one point per condition")
 
 
+def lu_finite_d():
+    """The finite-d error of their reduced model (icl_sweep/lu_theory.py, gamma_*): at kappa = tau = inf the
+    population optimum is one GD step, loss/d = 1 - n/(n + d + 1 + sigma^2) (derived independently); its
+    moments against a direct simulation of contexts; a least-squares fit on many contexts tends to the
+    population optimum; and the pool's population optimum tends to the d -> inf formulas as d grows."""
+    import math
+    import numpy as np
+    from icl_sweep.lu_theory import errors, finite_d_errors, gamma_error, gamma_fit, gamma_moments
+    for d, n, s2 in ((20, 40, 2.0), (10, 5, 0.3), (50, 400, 0.0)):
+        G, _ = gamma_fit(d, n, s2, 0, 0, np.random.default_rng(0))
+        want = 1 - n / (n + d + 1 + s2)
+        check(abs(gamma_error(G, n, s2) - want) < 1e-12, f"d {d} n {n}: one GD step {gamma_error(G, n, s2):.6f} = {want:.6f}")
+    rng = np.random.default_rng(5)
+    d, n, s2 = 4, 6, 0.7
+    W = rng.standard_normal((d, 3))
+    A, B, _ = gamma_moments(n, s2, W)
+    w = W[:, rng.integers(0, 3, 400000)].T
+    x = rng.standard_normal((len(w), n, d))
+    y = np.einsum("mid,md->mi", x, w) + math.sqrt(s2) * rng.standard_normal((len(w), n))
+    h = np.concatenate([np.einsum("mi,mid->md", y, x), (y ** 2).sum(1, keepdims=True)], 1) / n
+    gap = max(np.abs(h.T @ h / len(w) - A).max() / np.abs(A).max(), np.abs(h.T @ w / len(w) - B).max() / np.abs(B).max())
+    check(gap < 0.01, f"pool moments against 400,000 simulated contexts: worst relative gap {gap:.4f}")
+    (G_fit, W_fit), (G_pop, W_pop) = (gamma_fit(6, 12, 0.6, 3, P, np.random.default_rng(1)) for P in (60000, 0))
+    fit = [gamma_error(G_fit, 12, 0.6), gamma_error(G_fit, 12, 0.6, W_fit)]
+    pop = [gamma_error(G_pop, 12, 0.6), gamma_error(G_pop, 12, 0.6, W_pop)]
+    check(np.array_equal(W_fit, W_pop) and abs(fit[0] / pop[0] - 1) < 0.02 and abs(fit[1] / pop[1] - 1) < 0.02,
+          f"one pool: least squares on 60,000 contexts {fit} against the population optimum {pop}")
+    icl, idg = (e - 0.1 for e in errors(2, 0.1, 0.5, math.inf))
+    gaps = []
+    for d in (20, 160):
+        (f_icl, f_idg), _ = finite_d_errors(d, 2 * d, 0.1 * d, d // 2, 0, 3, seed=2)
+        gaps.append(f_icl - icl)
+    check(gaps[1] < gaps[0] / 4 and abs(gaps[1]) < 0.02 * icl and abs(f_idg / idg - 1) < 0.03,
+          f"d -> inf (alpha 2, kappa 0.5, rho 0.1): ICL gap {gaps[0]:.4f} at d = 20, {gaps[1]:.4f} at d = 160; "
+          f"IDG {f_idg:.4f} vs {idg:.4f}")
+
+
 def lu_theory(h5=None):
     """The transcribed formulas (icl_sweep/lu_theory.py) against what they must satisfy: the kappa = inf,
     tau > 1 closed form tau/(tau-1) (rho + x/(1+x)), x = (1+rho)/alpha (derived independently); the tau > 1
@@ -133,6 +170,7 @@ def lu_theory(h5=None):
                                           ((100, 0.25, 50, 100), 0.265)):
         icl = errors(alpha, rho, kappa, tau)[0]
         check(abs(icl / sim - 1) < 0.08, f"alpha {alpha} kappa {kappa} tau {tau}: theory {icl:.3f} vs their simulation {sim}")
+    lu_finite_d()
     if h5:
         import subprocess
         tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "icl-lu-theory")
