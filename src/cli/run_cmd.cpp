@@ -104,8 +104,8 @@ void print_dry_run(const sweep::Spec& spec, const sweep::Summary& g) {
               spec.max_point_source.c_str());
 }
 
-// --measure: the estimate scaled by this core's measured rates (measure_cost.hpp); returns the scale of the
-// combinations not measured (0 when none could be).
+// --measure: the estimate scaled by this core's measured rates (measure_cost.hpp); returns that scale (0 when
+// no combination took a step).
 double print_measured(const sweep::Summary& g) {
   const MeasuredCost m = measure_cost(g);
   if (m.rows.empty()) {
@@ -200,7 +200,8 @@ void add_run_options(po::options_description& desc) {
       "force", po::bool_switch(), "discard an existing OUTPUT and start over")(
       "dry-run", po::bool_switch(), "print the number of points, the axes, the estimated cost and the largest point's memory, and exit")(
       "measure", po::bool_switch(),
-      "with --dry-run: train a few steps of the heaviest combinations on this core and scale the estimate by the rate measured")(
+      "with --dry-run: time a few training steps and the analysis of 6 combinations drawn in proportion to their cost on "
+      "this core, and scale the estimate by the rate measured")(
       "quiet", po::bool_switch(), "no progress lines, no summary table")(
       "progress", po::value<double>()->default_value(10.0)->notifier(seconds_rule("progress")), "seconds between progress lines (0 = none)")(
       "merge-every", po::value<double>()->default_value(60.0)->notifier(seconds_rule("merge-every")),

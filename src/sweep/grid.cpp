@@ -60,10 +60,11 @@ double sum_over_lengths(F f, double C) {
 
 // analyse(): the tuning (16,000 tasks' spectra and ~ 700 + 100 L closed-form evaluations of ~ 10 d each;
 // GD++ on the spectra of 12,000 more tasks (gdpp.hpp), for every K = 1..L a 9 x 9 grid and ~ 300 BFGS
-// evaluations of ~ 20 K d each on 2,000 tasks, 3 validation passes on 10,000), the evaluation set (the model and three
-// references with their input gradients, the per-K references, spectra and dMMSE, Newton's 65 steps), the
-// pool's evaluation set, 8 noise levels and 8 out-of-distribution sets of 1,000 tasks (3 at lengths n/2,
-// n, 2n), the roll-out, and context_curve's 2,000 tasks at every length 1..n_test: quadratic in n_test.
+// evaluations of ~ 20 K d each on 2,000 tasks, 3 validation passes on 10,000), the evaluation set (the
+// model and three references with their input gradients, the per-K references, spectra and dMMSE,
+// Newton's 65 steps), the pool's evaluation set, 8 noise levels and 8 out-of-distribution sets of 1,000
+// tasks (3 at lengths n/2, n, 2n), the roll-out, and context_curve's 2,000 tasks at every length
+// 1..n_test: quadratic in n_test.
 double analysis_flops(const Point& p) {
   const int L = p.layers, n = p.n;
   const double d = p.d, E = p.eval_tasks, per_task = flops_per_task(p), ref = reference_flops(p, L, n);

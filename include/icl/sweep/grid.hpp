@@ -94,7 +94,8 @@ struct Summary {
   std::vector<Axis> axes;
   int64_t points = 0;
   double total_cost = 0, longest_cost = 0;   // estimated seconds on one core
-  double combinations = 0;                   // of the options that enter a rule or an estimate: points / it each
+  double combinations = 0;                   // walked (the options that enter a rule or an estimate); each
+                                             // stands for points / combinations points
   PointMemory largest_memory;                // the point with the largest estimate
   std::string largest_memory_at;             // its values of the options that vary, "layers=3, d=10"
   // kSampled combinations drawn in proportion to their share of total_cost (cost x the points each stands
