@@ -33,6 +33,11 @@ else()
   message(STATUS "Eigen3: ${Eigen3_DIR} (version ${Eigen3_VERSION})")
 endif()
 
+# The numerics rooms need nothing more (ICL_NUMERICS_ONLY: a cross build has no target MPI, HDF5 or Boost).
+if(ICL_NUMERICS_ONLY)
+  return()
+endif()
+
 # --- Boost, MPI -------------------------------------------------------------------------------------
 find_package(Boost 1.70 REQUIRED COMPONENTS program_options)
 find_package(MPI REQUIRED COMPONENTS CXX)

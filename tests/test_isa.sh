@@ -1,42 +1,112 @@
 #!/usr/bin/env bash
-# The kernels of the other instruction sets a cluster has, built and checked on this machine (issue 32):
-# the register-tiled products and fixed-size kernels (base/simd.hpp, model/lane_product.hpp,
-# model/lane_kernels.hpp) compiled for -march=x86-64-v2 (SSE4.2, no FMA: 16 x 16-byte registers, tile 3 x 3)
-# and -march=haswell (AVX2 + FMA: 16 x 32 bytes, tile 3 x 4), each build's test_lane_product run: every tile
-# shape and row block bit for bit against the naive reference, with that instruction set's register parts.
-# The native build runs the same test in the main suite.  x86-64 only (exit 77 elsewhere); a -march this CPU
-# cannot run is skipped by name. One compile job at a time: it runs beside the rest of the suite (about 4 core-minutes).
-# Usage: test_isa.sh SOURCE_DIR
+# The numerics built for an instruction set a cluster has besides this machine's, and their unit tests run in
+# that build (issue 32).  TARGET is one of
+#   x86-64-v2  SSE4.2 without FMA: 16 registers of 16 bytes, tile 3 x 3, row block 14
+#   haswell    AVX2 with FMA:      16 of 32 bytes, tile 3 x 4, row block 14
+#   aarch64    NEON with FMA:      32 of 16 bytes, tile 5 x 5, row block 30; cross-built with Debian's
+#              g++-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake) and run by qemu-aarch64 (qemu-user)
+# (base/simd.hpp, model/lane_product.hpp, model/lane_kernels.hpp).  Each build holds the numerics rooms alone
+# (ICL_NUMERICS_ONLY: Eigen, no MPI, HDF5 or Boost) and test_lane_product at that build's tile and row block
+# only (ICL_TEST_BUILD_SHAPES_ONLY; the native build forces the others).
+# Exit 77 (skipped, with the reason) when this machine cannot run the target: another architecture, a CPU
+# without AVX2, or the cross compiler, qemu-user or GoogleTest's sources missing (tools/deps.sh installs them
+# as root).  One compile job: it runs beside the rest of the suite.
+# Usage: test_isa.sh SOURCE_DIR TARGET
 set -uo pipefail
 src=$(cd "$1" && pwd)
-[ "$(uname -m)" = x86_64 ] || { echo "skip: not x86-64"; exit 77; }
-tmp=$(mktemp -d /tmp/icl-isa.XXXXXX)
-trap 'rm -rf "$tmp"' EXIT
-flags=$(grep -m1 '^flags' /proc/cpuinfo)
-fail=0 ran=0
-for march in x86-64-v2 haswell; do
-  if [ "$march" = haswell ] && ! { grep -qw avx2 <<<"$flags" && grep -qw fma <<<"$flags"; }; then
-    echo "skip: this CPU cannot run -march=$march"
-    continue
-  fi
-  b=$tmp/$march
-  t0=$(date +%s)
-  if ! cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=Release -DICL_NATIVE=OFF -DCMAKE_CXX_FLAGS="-march=$march" \
-       -DICL_BUILD_BENCH=OFF >"$tmp/$march.log" 2>&1 ||
-     ! cmake --build "$b" --target test_lane_product -j 1 >>"$tmp/$march.log" 2>&1; then
-    tail -n 30 "$tmp/$march.log"
-    echo "FAIL: -march=$march does not build"
-    fail=1
-    continue
-  fi
-  if "$b/tests/test_lane_product" >"$tmp/$march.out" 2>&1; then
-    echo "ok: -march=$march: test_lane_product passed ($(( $(date +%s) - t0 )) s with the build)"
+target=$2
+
+# The numerics' unit tests that are cheap in such a build.  Measured 2026-11-26 on the development machine
+# (2 cores, shared), -march=x86-64-v2, seconds of compilation / of the run:
+#   test_lane_product 18 / 0.5, test_blocks 6 / 2, test_model 6 / 5, test_transformer 6 / 5,
+#   test_data 21 / 0.5, test_params 4 / 0, test_determinism 5 / 5;
+# the libraries they link, 110 s (test_model, test_data and test_params use test_util.hpp's make_point, so the
+# option table in run/, so every numerics room).  Left out: test_theory (117 s of training), test_vo23 (36 s),
+# test_analysis and test_gdpp (17 s each), test_options and test_alloc (no arithmetic of their own).
+tests=(test_lane_product test_blocks test_model test_transformer test_data test_params test_determinism)
+
+# qemu runs the aarch64 build's arithmetic 25-60 times slower than this machine runs x86-64-v2 code, so there
+# the heaviest cases are left out (gtest filters; the x86 builds run them).  Under qemu: test_model's gradient
+# check at d = 17 and its d = 130 comparison, 310 of its 313 s; test_transformer's parameter gradients against
+# central differences, 108 of 112 s; test_blocks' float attention weights, 20 of 48 s; test_determinism's
+# three training runs, 233 of 234 s.  What stays checks every kernel against its reference: the tiled products
+# bit for bit, every model and transformer shape's forward and backward against the naive reference (d = 16:
+# the tiled path), the input gradients against central differences, the data laws.
+declare -A qemu_filter=(
+  [test_model]='-*GradientCheck*/tiled_d17:*ModelVsRef*/linear_tiled_d130'
+  [test_transformer]='-*GradientMatchesCentralDifferencesOfReference*'
+  [test_blocks]='-Blocks/0.AttentionWeights*'
+  [test_determinism]='-Determinism.SamePoint*:Determinism.EvalSeed*:Determinism.LegsThrough*'
+)
+
+skip() { echo "skip: $*"; exit 77; }
+
+# cmake options and the command that runs a test program, for TARGET; skips when this machine cannot.
+configure_target() {
+  case "$target" in
+    x86-64-v2|haswell)
+      [ "$(uname -m)" = x86_64 ] || skip "-march=$target needs an x86-64 machine"
+      local flags need
+      flags=$(grep -m1 '^flags' /proc/cpuinfo)
+      if [ "$target" = haswell ]; then need="avx2 fma"; else need="sse4_2 popcnt"; fi
+      for f in $need; do grep -qw "$f" <<<"$flags" || skip "this CPU cannot run -march=$target (no $f)"; done
+      cmake_args=(-DCMAKE_CXX_FLAGS="-march=$target -DICL_TEST_BUILD_SHAPES_ONLY")
+      run=()
+      ;;
+    aarch64)
+      [ "$(uname -m)" != aarch64 ] || skip "this machine is aarch64: the native build is that build"
+      command -v aarch64-linux-gnu-g++ >/dev/null && command -v aarch64-linux-gnu-gcc >/dev/null ||
+        skip "no aarch64-linux-gnu-g++ (Debian: g++-aarch64-linux-gnu)"
+      command -v qemu-aarch64 >/dev/null || skip "no qemu-aarch64 (Debian: qemu-user)"
+      local gtest=/usr/src/googletest/googletest
+      [ -f "$gtest/CMakeLists.txt" ] || skip "no GoogleTest sources in $gtest (Debian: googletest)"
+      cmake_args=(-DCMAKE_TOOLCHAIN_FILE="$src/cmake/aarch64-linux-gnu.cmake" -DICL_GTEST_SOURCE_DIR="$gtest"
+                  -DCMAKE_CXX_FLAGS=-DICL_TEST_BUILD_SHAPES_ONLY)
+      run=(qemu-aarch64 -L /usr/aarch64-linux-gnu)
+      ;;
+    *)
+      echo "usage: test_isa.sh SOURCE_DIR {x86-64-v2|haswell|aarch64}" >&2
+      exit 2
+      ;;
+  esac
+}
+
+configure_target
+# ICL_ISA_BUILD_DIR: build there and keep it (a rerun recompiles only what changed); else a temporary directory.
+if [ -n "${ICL_ISA_BUILD_DIR:-}" ]; then
+  b=$ICL_ISA_BUILD_DIR
+  mkdir -p "$b"
+  log=$b/isa.log
+else
+  tmp=$(mktemp -d "/tmp/icl-isa-$target.XXXXXX")
+  trap 'rm -rf "$tmp"' EXIT
+  b=$tmp/build
+  log=$tmp/build.log
+fi
+t0=$(date +%s)
+if ! cmake -S "$src" -B "$b" -DCMAKE_BUILD_TYPE=Release -DICL_NATIVE=OFF -DICL_NUMERICS_ONLY=ON \
+     -DICL_BUILD_BENCH=OFF "${cmake_args[@]}" >"$log" 2>&1 ||
+   ! cmake --build "$b" --target "${tests[@]}" -j 1 >>"$log" 2>&1; then
+  tail -n 40 "$log"
+  echo "FAIL: $target: the numerics do not build"
+  exit 1
+fi
+t1=$(date +%s)
+echo "$target: built ${#tests[@]} tests in $((t1 - t0)) s"
+
+fail=0
+for t in "${tests[@]}"; do
+  s=$(date +%s)
+  args=()
+  [ ${#run[@]} -gt 0 ] && [ -n "${qemu_filter[$t]:-}" ] && args=(--gtest_filter="${qemu_filter[$t]}")
+  if "${run[@]}" "$b/tests/$t" "${args[@]}" >"$b/$t.out" 2>&1; then
+    echo "ok: $target: $t, $(sed -n 's/^\[  PASSED  \] \([0-9]* tests\?\)\..*/\1/p' "$b/$t.out") ($(( $(date +%s) - s )) s)"
   else
-    tail -n 30 "$tmp/$march.out"
-    echo "FAIL: -march=$march: test_lane_product"
+    grep -E -A12 ': Failure$' "$b/$t.out" | head -n 60
+    grep -E '^\[  FAILED' "$b/$t.out"
+    echo "FAIL: $target: $t"
     fail=1
   fi
-  ran=$((ran + 1))
 done
-[ "$fail" = 0 ] && echo "all instruction-set builds passed ($ran run)"
+echo "$target: tests ran in $(( $(date +%s) - t1 )) s"
 exit "$fail"
