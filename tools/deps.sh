@@ -6,9 +6,11 @@ pkgs=(build-essential cmake pkg-config git libeigen3-dev libhdf5-dev hdf5-tools 
       python3-pandas python3-pip python3-setuptools python3-wheel python3-venv   # the Python package: pyproject.toml, pip install
       python3-torch   # tests/torch_trajectory.py: the training trajectory against PyTorch
       slurm-wlm munge)   # the last two: the job scripts' integration test runs a real local Slurm
-# Only CI needs these: the aarch64 cross build of the numerics, run under qemu (ctest isa_aarch64, which
-# skips without them).  Installed as root (CI) or with sudo that asks no password, never required.
-optional=(g++-aarch64-linux-gnu qemu-user)
+# Only the test suite needs these: the aarch64 cross build of the numerics, run under qemu (ctest
+# isa_aarch64, which skips without them).  With ICL_DEPS_OPTIONAL=1 (tools/test.sh) they are installed as
+# root (CI) or with sudo that asks no password; never required, and never for tools/setup.sh.
+optional=()
+[ "${ICL_DEPS_OPTIONAL:-0}" = 1 ] && optional=(g++-aarch64-linux-gnu qemu-user)
 not_installed() {
   for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
