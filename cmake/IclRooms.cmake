@@ -3,7 +3,7 @@
 # headers and those of the rooms it depends on, directly or through another room, and nothing else.
 # The build enforces it: every other room's headers have a poison copy (an #error naming the arrow) first
 # on the room's include path, so `#include "icl/analysis/gdpp.hpp"` in src/train/ does not compile.
-# tests/test_layering.cmake compiles every forbidden arrow and checks that each one fails.
+# tests/test_refused.cmake (ctest layering) compiles every forbidden arrow and checks that each one fails.
 
 # Every room, lowest first.  The numerics (Eigen only) are the first six.
 set(ICL_ROOMS base data model train analysis run sweep parallel io cli)
