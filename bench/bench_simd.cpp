@@ -14,20 +14,17 @@
 #include <hwy/highway.h>
 
 #include <Eigen/Dense>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <vector>
 
-#include "icl/base/lane.hpp"
 #include "icl/base/simd.hpp"
-#include "icl/model/lane_product.hpp"
+#include "layer_products.hpp"
 
 using namespace icl;
-using L = Lane<float>;
+using bench::L;
 namespace hn = hwy::HWY_NAMESPACE;
 
 namespace {
@@ -124,19 +121,8 @@ void product(const LaneProduct<L, L, L>& p) {
   for (int h = 0; h < kV / Ops::width(); ++h) Tiled<Ops>{p, h}.run();
 }
 
-struct Operands {
-  int D, N;
-  LaneVec<float> Z, G, K, C, out;
-};
-
+using bench::Operands;
 using Product = void (*)(const LaneProduct<L, L, L>&);
-
-void layer(Operands& o, Product f) {   // the three product kinds of one linear layer at size D
-  const int D = o.D, N = o.N;
-  f({D, D, N, o.Z.data(), N, 1, o.Z.data(), 1, N, o.C.data(), D, ProductInit::zero, nullptr, true});
-  f({D, D, N, o.G.data(), N, 1, o.Z.data(), 1, N, o.K.data(), D});
-  f({D, N, D, o.K.data(), D, 1, o.Z.data(), N, 1, o.out.data(), N, ProductInit::x, o.Z.data()});
-}
 
 // The same products per task, by Eigen's GEMM on each task's contiguous matrices.
 struct PerTask {
@@ -153,19 +139,6 @@ void layer_gemm(PerTask& t) {
   }
 }
 
-double gflops(const std::function<void()>& step, double flops, double seconds) {
-  step();   // warm
-  long steps = 0;
-  const auto t0 = std::chrono::steady_clock::now();
-  double t = 0;
-  while (t < seconds) {
-    for (int r = 0; r < 8; ++r) step();
-    steps += 8;
-    t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  return flops * static_cast<double>(steps) / t / 1e9;
-}
-
 bool same_bits(const LaneVec<float>& a, const LaneVec<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(L)) == 0;
 }
@@ -175,26 +148,16 @@ bool same_bits(const LaneVec<float>& a, const LaneVec<float>& b) {
 int main(int argc, char** argv) {
   const int D = argc > 1 ? std::atoi(argv[1]) : 33;
   const double seconds = argc > 2 ? std::atof(argv[2]) : 1.0;
-  const int N = 2 * D - 1;
-  Operands o{D, N, {}, {}, {}, {}, {}};
-  const size_t DN = static_cast<size_t>(D) * N;
-  o.Z.assign(DN, L{});
-  o.G.assign(DN, L{});
-  o.out.assign(DN, L{});
-  o.K.assign(static_cast<size_t>(D) * D, L{});
-  o.C.assign(o.K.size(), L{});
-  for (size_t x = 0; x < DN; ++x)
-    for (int v = 0; v < kV; ++v) {
-      o.Z[x][v] = 0.01f * static_cast<float>((x * 7 + v) % 13) - 0.06f;
-      o.G[x][v] = 0.01f * static_cast<float>((x * 5 + v) % 11) - 0.05f;
-    }
-  const double flops = 2.0 * kV * (D * (D + 1.0) / 2 * N + 1.0 * D * D * N + 1.0 * D * N * D);
+  Operands o(D);
+  const int N = o.N;
+  const double flops = o.flops();
   std::printf("instruction set %s (this build's -march; Highway target %s, Eigen packet of %d floats), tile %dx%d, "
               "D=%d N=%d, %d tasks\n", kVectorRegisters.name, hwy::TargetName(HWY_STATIC_TARGET), EigenOps::width(),
               kTile.RI, kTile.RK, D, N, kV);
 
   // Bits: every hand-tiled route against ours.
-  layer(o, [](const LaneProduct<L, L, L>& p) { lane_product(p); });
+  const Product ours_product = [](const LaneProduct<L, L, L>& p) { lane_product(p); };
+  bench::layer(o, ours_product);
   const Operands ours = o;
   bool same = true;
   for (Product f : {Product(product<HwyOps>), Product(product<EigenOps>)}) {
@@ -202,7 +165,7 @@ int main(int argc, char** argv) {
     x.C.assign(x.C.size(), L{});
     x.K.assign(x.K.size(), L{});
     x.out.assign(x.out.size(), L{});
-    layer(x, f);
+    bench::layer(x, f);
     same = same && same_bits(x.C, ours.C) && same_bits(x.K, ours.K) && same_bits(x.out, ours.out);
   }
   PerTask t;
@@ -231,9 +194,9 @@ int main(int argc, char** argv) {
   std::printf("bits: ours, hwy and eigen %s; gemm differs from ours by at most %.2g of the largest entry (another "
               "order)\n", same ? "identical" : "DIFFER", gemm_diff / largest);
 
-  std::printf("route=ours gflops=%.2f\n", gflops([&] { layer(o, [](const LaneProduct<L, L, L>& p) { lane_product(p); }); }, flops, seconds));
-  std::printf("route=hwy gflops=%.2f\n", gflops([&] { layer(o, product<HwyOps>); }, flops, seconds));
-  std::printf("route=eigen gflops=%.2f\n", gflops([&] { layer(o, product<EigenOps>); }, flops, seconds));
-  std::printf("route=gemm gflops=%.2f\n", gflops([&] { layer_gemm(t); }, flops, seconds));
+  std::printf("route=ours gflops=%.2f\n", bench::gflops([&] { bench::layer(o, ours_product); }, flops, seconds));
+  std::printf("route=hwy gflops=%.2f\n", bench::gflops([&] { bench::layer(o, product<HwyOps>); }, flops, seconds));
+  std::printf("route=eigen gflops=%.2f\n", bench::gflops([&] { bench::layer(o, product<EigenOps>); }, flops, seconds));
+  std::printf("route=gemm gflops=%.2f\n", bench::gflops([&] { layer_gemm(t); }, flops, seconds));
   return same ? 0 : 1;
 }

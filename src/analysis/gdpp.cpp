@@ -34,11 +34,11 @@ ModelShape gdpp_shape(const TaskBatch<double>& set, int K) {
 
 // One task's K-step GD++ prediction from its spectrum (gdpp.hpp) and, with dy != nullptr, d yhat /
 // d(eta_l, gamma_l) into dy[2l], dy[2l+1] by reverse mode over the stored steps.  `state`: scratch of
-// 3 K d values (s, b, z before each step), reused across tasks.
+// 3 (K + 1) d values, (s, b, z) before each step and then their adjoints, reused across tasks.
 double gdpp_predict(const TaskSpectrum& t, const double* eta, const double* gamma, int K, double* dy,
                     std::vector<double>& state) {
   const int d = static_cast<int>(t.s.size());
-  state.resize(static_cast<size_t>(3) * K * d);
+  state.resize(static_cast<size_t>(3) * (K + 1) * d);
   double yhat = 0.0;
   for (int i = 0; i < d; ++i) {
     state[i] = t.s(i);
@@ -61,10 +61,7 @@ double gdpp_predict(const TaskSpectrum& t, const double* eta, const double* gamm
   }
   if (!dy) return yhat;
   // Adjoints of (s, b, z) before step l+1, carried down to step l.
-  std::vector<double>& adj = state;   // appended after the states
-  const size_t base = static_cast<size_t>(3) * K * d;
-  adj.resize(base + 3 * static_cast<size_t>(d), 0.0);
-  double* as = &adj[base];
+  double* as = &state[static_cast<size_t>(3) * K * d];
   double* ab = as + d;
   double* az = ab + d;
   std::fill(as, as + 3 * d, 0.0);
