@@ -3,7 +3,8 @@
 // landscape) against the training time of this run and of the paper's budget for the config
 // ([A24]: 10,000 steps for config 1; [V24]: 200,000 for config 2).  One line per run, machine-readable; the table
 // beside PyTorch and the machine's peak is made by bench/run_bench.sh.
-//   bench_train CONFIG [STEPS]      CONFIG = 1: d=5 n=20 L=3 B=1000;  2: d=10 n=20 L=7 B=2048;
+//   bench_train CONFIG [STEPS [OPTION=VALUE ...]]
+//                                   CONFIG = 1: d=5 n=20 L=3 B=1000;  2: d=10 n=20 L=7 B=2048;
 //                                   3: [VO23] Fig. 5 (classic tokens, 2 layers, softmax then linear, PE concat);
 //                                   4: [VO23] Fig. 8 (12 layers, 4 heads, MLPs, activation clip)
 //                                   d:D  (bench/run_bench_d.sh) d = D, n = 2D, L = 2, B = batch_for_d(D), analysis off
@@ -62,6 +63,12 @@ int main(int argc, char** argv) {
                        {"lr", "1e-4"}, {"init_scale", "0.02"}});
   }
   if (argc > 2) s.push_back({"steps", argv[2]});
+  for (int a = 3; a < argc; ++a) {   // OPTION=VALUE overrides, e.g. sampler=v1
+    const std::string kv = argv[a];
+    const size_t eq = kv.find('=');
+    if (eq == std::string::npos) { std::fprintf(stderr, "'%s': expected OPTION=VALUE\n", argv[a]); return 2; }
+    s.push_back({kv.substr(0, eq), kv.substr(eq + 1)});
+  }
   for (const auto& [k, v] : s) {
     const std::string why = point_set(p, k, v);
     if (!why.empty()) { std::fprintf(stderr, "%s\n", why.c_str()); return 2; }

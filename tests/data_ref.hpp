@@ -37,27 +37,20 @@ T eigen_cos(T x) { return RefLanes<T>(RefLanes<T>::Constant(x).cos())[0]; }
 template <class T>
 T eigen_sin(T x) { return RefLanes<T>(RefLanes<T>::Constant(x).sin())[0]; }
 
-// a b + c as the lane code computes it: one fused multiply-add where the target has FMA (the compiler
-// contracts every such lane expression, -ffp-contract=fast), else two roundings.  Scalar code is not
-// contracted alike (GCC's tuning may avoid FMA chains in scalar loops), hence the explicit std::fma.
+// Contract step 1: the 2 mp normals of key k (cosines of pairs 0..mp-1, then their sines).  Sampler v2
+// (float): the kernel of data/normals.hpp on scalars (test_data holds the kernel itself to libm).
 template <class T>
-T madd(T a, T b, T c) {
-#if defined(FP_FAST_FMA) && defined(FP_FAST_FMAF)
-  return std::fma(a, b, c);
-#else
-  const T ab = a * b;
-  return ab + c;
-#endif
-}
-
-// Contract step 1: the 2 mp normals of key k (cosines of pairs 0..mp-1, then their sines).
-template <class T>
-std::vector<T> ref_task_normals(uint64_t k, int mp) {
+std::vector<T> ref_task_normals(uint64_t k, int mp, Sampler sampler) {
   std::vector<T> z(2 * mp);
   for (int q = 0; q < mp; ++q) {
     T u1, u2;
     if constexpr (sizeof(T) == 4) {
       const uint64_t b = rng_bits(k, q);
+      if (sampler == Sampler::v2) {
+        const auto b1 = static_cast<int32_t>(b >> 40), b2 = static_cast<int32_t>((b >> 8) & 0xffffffu);
+        normals_v2::box_muller<float, int32_t>(b1, b2, &z[q], &z[mp + q]);
+        continue;
+      }
       u1 = (static_cast<float>(b >> 40) + 0.5f) * 0x1p-24f;
       u2 = (static_cast<float>((b >> 8) & 0xffffffu) + 0.5f) * 0x1p-24f;
     } else {
@@ -96,7 +89,7 @@ template <class T>
 RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
   const int d = law.d, n = law.n, N = n + 1;
   const int m = d + N * d + n, mp = (m + 1) / 2;
-  const std::vector<T> z = ref_task_normals<T>(k, mp);
+  const std::vector<T> z = ref_task_normals<T>(k, mp, law.sampler);
   RefTask<T> task;
   task.Z.assign(static_cast<size_t>(d + 1) * N, T(0));
   auto x = [&](int j, int i) -> T& { return task.Z[static_cast<size_t>(i) * N + j]; };
@@ -108,7 +101,7 @@ RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
       w[i] = z[i];
     } else {
       T acc = T(0);
-      for (int kk = 0; kk < d; ++kk) acc = madd(static_cast<T>(law.w_half(i, kk)), z[kk], acc);
+      for (int kk = 0; kk < d; ++kk) acc = fused_madd(static_cast<T>(law.w_half(i, kk)), z[kk], acc);
       w[i] = acc;
     }
   }
@@ -127,7 +120,7 @@ RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
           const Eigen::MatrixXd A = haar_rotation(d, rng_key(k, kTaskRotation)) * law.task_spectrum.cwiseSqrt().asDiagonal();
           for (int i = 0; i < d; ++i) {
             T acc = T(0);
-            for (int kk = 0; kk < d; ++kk) acc = madd(static_cast<T>(A(i, kk)), g[kk], acc);
+            for (int kk = 0; kk < d; ++kk) acc = fused_madd(static_cast<T>(A(i, kk)), g[kk], acc);
             x(j, i) = acc;
           }
           break;
@@ -137,7 +130,7 @@ RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
             x(j, i) = g[i];
           } else {
             T acc = T(0);
-            for (int kk = 0; kk < d; ++kk) acc = madd(static_cast<T>(law.Sigma_half(i, kk)), g[kk], acc);
+            for (int kk = 0; kk < d; ++kk) acc = fused_madd(static_cast<T>(law.Sigma_half(i, kk)), g[kk], acc);
             x(j, i) = acc;
           }
         }
@@ -149,7 +142,7 @@ RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
       case XDist::sphere:
       case XDist::gamma: {
         T norm2 = T(0);
-        for (int i = 0; i < d; ++i) norm2 = madd(g[i], g[i], norm2);
+        for (int i = 0; i < d; ++i) norm2 = fused_madd(g[i], g[i], norm2);
         T radius = T(1) / std::sqrt(norm2);
         if (law.x_dist == XDist::gamma)
           radius *= static_cast<T>(std::sqrt(ref_gamma(rng_key(k, kGammaRadius, j), law.x_param,
@@ -173,14 +166,16 @@ RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
   // step 5: labels; context noise from normals d + (n+1) d + j; the sine task from uniform 2 mp + 1 + N d
   const T* eps = z.data() + d + N * d;
   const double u_sine = rng_uniform(k, 2 * mp + 1 + N * d);
-  if (law.task == Task::sine) w[0] = static_cast<T>(0.1 + 0.4 * u_sine);
+  const double amplitude = fused_madd(0.4, u_sine, 0.1);
+  if (law.task == Task::sine) w[0] = static_cast<T>(amplitude);
   for (int j = 0; j < N; ++j) {
     T label = T(0);
     if (law.task == Task::sine)
-      label = static_cast<T>((0.1 + 0.4 * u_sine) * std::sin(static_cast<double>(x(j, 0)) + 3.14159265358979323846 * u_sine));
+      label = static_cast<T>(amplitude *
+                             std::sin(fused_madd(3.14159265358979323846, u_sine, static_cast<double>(x(j, 0)))));
     else
-      for (int i = 0; i < d; ++i) label = madd(w[i], x(j, i), label);
-    if (j < n) x(j, d) = madd(static_cast<T>(task.sigma), eps[j], label);
+      for (int i = 0; i < d; ++i) label = fused_madd(w[i], x(j, i), label);
+    if (j < n) x(j, d) = fused_madd(static_cast<T>(task.sigma), eps[j], label);
     else task.y_query = label;
   }
   task.w.assign(w.begin(), w.end());

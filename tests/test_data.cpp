@@ -234,17 +234,21 @@ TEST(Data, SampleTasksMatchesTheScalarReferenceBitwise) {
                                           in.x_dist + " cov=" + in.cov + " w_prior=" + w_prior + " noise=" + noise +
                                           " seed=" + std::to_string(dr.seed) + " x_scale=" + std::to_string(x_scale) +
                                           " B=" + std::to_string(B);
-                TaskBatch<float> bf;
-                ASSERT_EQ(differs_from_reference(law, dr.seed, dr.stream, dr.block, B, bf), "") << "float " << where;
+                for (const Sampler sampler : {Sampler::v1, Sampler::v2}) {
+                  law.sampler = sampler;
+                  TaskBatch<float> bf;
+                  ASSERT_EQ(differs_from_reference(law, dr.seed, dr.stream, dr.block, B, bf), "")
+                      << "float sampler v" << static_cast<int>(sampler) + 1 << " " << where;
+                }
                 TaskBatch<double> bd;
                 ASSERT_EQ(differs_from_reference(law, dr.seed, dr.stream, dr.block, B, bd), "") << "double " << where;
-                checked += 2;
+                checked += 3;
               }
             }
           }
   }
   EXPECT_EQ(cases, 4 * 7 * 2 * 4 * 3 * 2 + 4 * 1 * 4 * 3 * 2);   // rotated_per_task: w_prior = identity only
-  EXPECT_EQ(checked, cases * 3 * 2);
+  EXPECT_EQ(checked, cases * 3 * 3);
 }
 
 // cov = rotated_per_task: every task its own covariance U_t diag(l) U_t^T. Over many tokens of one task the
@@ -352,6 +356,61 @@ TEST(Data, TrainingContextsAreAFixedSetDrawnUniformly) {
   }
   ASSERT_EQ(static_cast<int>(seen.size()), P);
   for (int c : count) EXPECT_NEAR(c, 400, 80);   // binomial s.d. 18
+}
+
+// Sampler v2's kernel against libm in double, over every u1 of the 2^24 (each with a different u2, so that all
+// 8 octants and their mirrored halves are met many times): each normal within 4 float ulps of r of the exact
+// r cos(theta), r sin(theta) of the same u1 (the float one) and theta.  A wrong coefficient, octant or sign
+// moves some normal by far more.
+TEST(Normals, V2KernelIsBoxMullerToFloatPrecision) {
+  double worst = 0.0;
+  for (int32_t b1 = 0; b1 < (1 << 24); ++b1) {
+    const auto b2 = static_cast<int32_t>(rng_bits(12345, static_cast<uint64_t>(b1)) & 0xffffffu);
+    float zc, zs;
+    normals_v2::box_muller<float, int32_t>(b1, b2, &zc, &zs);
+    const double u1 = (static_cast<float>(b1) + 0.5f) * 0x1p-24f;
+    const double r = std::sqrt(-2.0 * std::log(u1)), theta = 6.283185307179586477 * ((b2 + 0.5) * 0x1p-24);
+    const double ulp_r = r * 0x1p-23;
+    worst = std::max({worst, std::abs(zc - r * std::cos(theta)) / ulp_r, std::abs(zs - r * std::sin(theta)) / ulp_r});
+    if (worst > 4.0) FAIL() << "b1 = " << b1 << " b2 = " << b2 << ": " << zc << ", " << zs << " against "
+                            << r * std::cos(theta) << ", " << r * std::sin(theta);
+  }
+  std::printf("sampler v2: the largest error over 2^24 pairs is %.2f float ulps of r\n", worst);
+}
+
+// The normals of sample_tasks' chunks by each sampler (contract step 1, as the engine draws them): moments
+// and the Kolmogorov-Smirnov distance to the standard normal over 2^21 normals, each within what chance
+// allows at 1e-4 (mean, variance, skewness, kurtosis: 4 s.e.; KS: sqrt(n) D < 2.0).
+TEST(Normals, EachSamplerDrawsStandardNormals) {
+  for (const Sampler sampler : {Sampler::v1, Sampler::v2}) {
+    constexpr int V = kLanes<float>, mp = 64;
+    std::vector<double> z;
+    LaneVec<float> G(2 * mp);
+    for (uint64_t c = 0; z.size() < (1u << 21); ++c) {
+      uint64_t keys[V];
+      for (int v = 0; v < V; ++v) keys[v] = rng_key(5, Stream::train, c, static_cast<uint64_t>(v));
+      chunk_normals<float>(sampler, keys, mp, G.data());
+      for (const Lane<float>& g : G)
+        for (int v = 0; v < V; ++v) z.push_back(g[v]);
+    }
+    const auto n = static_cast<double>(z.size());
+    double m1 = 0, m2 = 0, m3 = 0, m4 = 0;
+    for (double x : z) { m1 += x / n; m2 += x * x / n; m3 += x * x * x / n; m4 += x * x * x * x / n; }
+    const char* name = sampler == Sampler::v1 ? "v1" : "v2";
+    EXPECT_NEAR(m1, 0.0, 4 * std::sqrt(1 / n)) << name;
+    EXPECT_NEAR(m2, 1.0, 4 * std::sqrt(2 / n)) << name;
+    EXPECT_NEAR(m3, 0.0, 4 * std::sqrt(15 / n)) << name;
+    EXPECT_NEAR(m4, 3.0, 4 * std::sqrt(96 / n)) << name;
+    std::sort(z.begin(), z.end());
+    double ks = 0.0;
+    for (size_t i = 0; i < z.size(); ++i) {
+      const double F = 0.5 * std::erfc(-z[i] / std::sqrt(2.0));
+      ks = std::max({ks, F - i / n, (i + 1) / n - F});
+    }
+    EXPECT_LT(std::sqrt(n) * ks, 2.0) << name;
+    std::printf("sampler %s: mean %.5f variance %.5f skewness %.5f kurtosis %.5f, sqrt(n) KS %.3f (n = %.0f)\n", name, m1,
+                m2, m3, m4, std::sqrt(n) * ks, n);
+  }
 }
 
 TEST(Rng, NormalMomentsAndIndependenceOfStreams) {

@@ -38,6 +38,14 @@ out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "pass --resume" <<<"$out" && [ "$(md5sum < "$dir/r1.h5")" = "$before" ] && ok "existing output refused" || fail "existing output: rc $rc: $out"
 out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume --steps 100 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "different spec" <<<"$out" && ok "resume with another spec refused" || fail "resume with another spec: rc $rc: $out"
+# The sampler's version (data/normals.hpp): a new sweep draws with v2 and every row says so; another version
+# is another spec, refused on --resume with the file untouched.
+samplers=$("$py" -c "import h5py,sys; print(' '.join(sorted({s.decode() for s in h5py.File(sys.argv[1],'r')['points/sampler'][:]})))" "$dir/r1.h5")
+[ "$samplers" = v2 ] && ok "a new sweep draws with sampler v2, stored in every row" || fail "sampler column: '$samplers'"
+before=$(md5sum < "$dir/r1.h5")
+out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume --sampler v1 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "different spec" <<<"$out" && [ "$(md5sum < "$dir/r1.h5")" = "$before" ] \
+  && ok "resume with another sampler refused, the file untouched" || fail "resume with another sampler: rc $rc: $out"
 out=$(mpi 1 "$bin" run "$spec" -o "$dir/r1.h5" --resume 2>&1); rc=$?
 [ $rc -eq 0 ] && grep -qF "(0 trained in this run" <<<"$out" && ok "resume of a complete sweep recomputes nothing" || fail "resume complete: $out"
 

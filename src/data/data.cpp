@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "icl/base/check.hpp"
+#include "icl/base/simd.hpp"
 
 namespace icl {
 
@@ -88,6 +89,7 @@ TaskLaw make_task_law(const Point& p) {
   law.x_param = p.x_param;
   law.noise = p.noise;
   law.noise_sigma = p.noise_sigma;
+  law.sampler = p.sampler;
   const int d = p.d;
   law.Sigma = Eigen::MatrixXd::Identity(d, d);
   if (p.x_dist == XDist::uniform) law.Sigma *= p.x_param * p.x_param / 3.0;
@@ -168,6 +170,38 @@ void box_muller_lanes(const uint64_t* keys, int q, Lane<T>* zc, Lane<T>* zs) {
   const Arr c = r * theta.cos(), s = r * theta.sin();
   std::memcpy(static_cast<void*>(zc), c.data(), sizeof(Lane<T>));
   std::memcpy(static_cast<void*>(zs), s.data(), sizeof(Lane<T>));
+}
+
+// Sampler v2's normals of a chunk (data/normals.hpp), in place: first every pair's two 24-bit integers into
+// G[q] and G[mp + q] (their bits), then the kernel over them, a register part at a time.  The pairs are
+// independent, so the kernel's long dependency chains of successive pairs overlap in the core.
+static void normals_v2_lanes(const uint64_t* keys, int mp, Lane<float>* G) {
+  constexpr int V = kLanes<float>;
+  using F = Register<float>;
+  using I = Register<int32_t>;
+  for (int q = 0; q < mp; ++q) {
+    alignas(64) int32_t b1[V], b2[V];
+    for (int v = 0; v < V; ++v) {
+      const uint64_t b = rng_bits(keys[v], static_cast<uint64_t>(q));
+      b1[v] = static_cast<int32_t>(b >> 40);
+      b2[v] = static_cast<int32_t>((b >> 8) & 0xffffffu);
+    }
+    std::memcpy(static_cast<void*>(G + q), b1, sizeof b1);
+    std::memcpy(static_cast<void*>(G + mp + q), b2, sizeof b2);
+  }
+  for (int q = 0; q < mp; ++q)
+    for (int h = 0; h < kLaneParts; ++h) {
+      F& zc = part(G + q, h)[0];
+      F& zs = part(G + mp + q, h)[0];
+      normals_v2::box_muller<F, I>(normals_v2::bits_as<I>(zc), normals_v2::bits_as<I>(zs), &zc, &zs);
+    }
+}
+
+template <class T>
+void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G) {
+  if constexpr (sizeof(T) == 4)
+    if (sampler == Sampler::v2) return normals_v2_lanes(keys, mp, G);
+  for (int q = 0; q < mp; ++q) box_muller_lanes<T>(keys, q, G + q, G + mp + q);
 }
 
 // sample_tasks in stages, one chunk of V tasks at a time (the contract in data.hpp, step by step).
@@ -319,14 +353,25 @@ void write_labels(const TaskLaw& law, int c, Chunk<T>& k, Lane<T>* Z, TaskBatch<
   if (law.task == Task::sine)
     for (int v = 0; v < kLanes<T>; ++v) k.w[0][v] = static_cast<T>(sine_amplitude(rng_uniform(k.keys[v], phase)));
   const Lane<T>* eps = k.eps();
-  for (int j = 0; j < N; ++j) {
-    Lane<T> label{};
-    if (law.task == Task::sine)
+  if (law.task == Task::sine) {
+    for (int j = 0; j < N; ++j) {
+      Lane<T> label{};
       for (int v = 0; v < kLanes<T>; ++v) label[v] = sine_label(rng_uniform(k.keys[v], phase), Z[j][v]);
-    else
-      for (int i = 0; i < d; ++i) label += k.w[i] * Z[i * N + j];
-    if (j < n) Z[d * N + j] = label + k.sig[0] * eps[j];
-    else batch.y[c] = label;
+      if (j < n) Z[d * N + j] = label + k.sig[0] * eps[j];
+      else batch.y[c] = label;
+    }
+  } else {   // a register part at a time: 64-byte lanes would live in memory on narrower targets (simd.hpp)
+    for (int h = 0; h < kLaneParts; ++h) {
+      const auto w = part(k.w, h), x = part(static_cast<const Lane<T>*>(Z), h), e = part(eps, h);
+      const auto out = part(Z + d * N, h);
+      const auto sig = part(k.sig, h)[0];
+      for (int j = 0; j < N; ++j) {
+        Register<T> label{};
+        for (int i = 0; i < d; ++i) label += w[i] * x[i * N + j];
+        if (j < n) out[j] = label + sig * e[j];
+        else part(&batch.y[c], h)[0] = label;
+      }
+    }
   }
   Z[d * N + n] = Lane<T>{};
 }
@@ -359,7 +404,7 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
   for (int c = 0; c < batch.chunks; ++c) {
     k.live = std::min(V, batch.B - c * V);
     chunk_keys(law, seed, stream, block, c, k);
-    for (int q = 0; q < mp; ++q) box_muller_lanes<T>(k.keys, q, k.G + q, k.G + mp + q);
+    chunk_normals<T>(law.sampler, k.keys, mp, k.G);
     draw_w(law, k);
     Lane<T>* Z = batch.Z.data() + static_cast<size_t>(c) * (d + 1) * N;
     draw_x(law, k, Z);
@@ -387,6 +432,8 @@ template struct TaskBatch<float>;
 template struct TaskBatch<double>;
 template void sample_tasks<float>(const TaskLaw&, uint64_t, Stream, uint64_t, TaskBatch<float>&);
 template void sample_tasks<double>(const TaskLaw&, uint64_t, Stream, uint64_t, TaskBatch<double>&);
+template void chunk_normals<float>(Sampler, const uint64_t*, int, Lane<float>*);
+template void chunk_normals<double>(Sampler, const uint64_t*, int, Lane<double>*);
 template void batch_task<float>(const TaskBatch<float>&, int, Eigen::MatrixXd*, Eigen::VectorXd*);
 template void batch_task<double>(const TaskBatch<double>&, int, Eigen::MatrixXd*, Eigen::VectorXd*);
 

@@ -122,7 +122,9 @@ void layernorm_forward(const T* g, const T* b, CMat<T> X, Mat<T> Y, Mat<T> xhat,
       var += z * z;
     }
     L rs = var * inv_E + T(1e-5);
-    arr<T>(rs) = arr<T>(rs).rsqrt();
+    // Correctly rounded, not Eigen's rsqrt: on x86 it refines the CPU's estimate (rsqrtps, vrsqrt14ps), whose
+    // bits the instruction set does not fix, so that one build could give two results on two vendors' cores.
+    for (int v = 0; v < kLanes<T>; ++v) rs[v] = T(1) / std::sqrt(rs[v]);
     rstd[c] = rs;
     for (int r = 0; r < E; ++r) {
       const L xh = (X.at(r, c) - mu) * rs;

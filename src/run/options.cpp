@@ -568,6 +568,9 @@ std::vector<OptionDef> make_table() {
   t.push_back(seed_option());
   t.push_back(enum_option<Precision>("precision", "floating point type of training", &Point::precision,
       {{"float32", Precision::f32}, {"float64", Precision::f64}}));
+  t.push_back(enum_option<Sampler>("sampler", "the task sampler's normal generator, a versioned stream (data/normals.hpp): "
+      "v2 (default) or v1, the stream of files written before v2 existed (every published number)", &Point::sampler,
+      {{"v2", Sampler::v2}, {"v1", Sampler::v1}}));
   t.push_back(enum_option<bool>("analysis", "analyse the trained model against baselines and theory",
       &Point::analysis, {{"true", true}, {"false", false}}));
   t.push_back(int_option("rollout", "[VO23] roll-out (Fig. 10): apply the trained recurrent layer this many times, "

@@ -27,6 +27,7 @@ enum class ClipMode { global, matrix };
 enum class Schedule { constant, step, cosine };
 enum class Init { normal, vs_truncated, gd_embed };   // gd_embed: [VO23]'s GD model (create_weights), transformer.cpp
 enum class Precision { f32, f64 };
+enum class Sampler { v1, v2 };   // the task sampler's normals (data/normals.hpp): versioned streams
 
 struct Point {
   // task (docs/science.md section 1)
@@ -90,6 +91,7 @@ struct Point {
   double diverge_factor = 1e4;       // an evaluation loss above this x the initial one is divergence (0 = off)
   uint64_t seed = 0;
   Precision precision = Precision::f32;
+  Sampler sampler = Sampler::v2;      // v1: the stream of every file written before it (data/normals.hpp)
   // analysis (docs/science.md sections 4-5)
   bool analysis = true;               // baselines, alignment, preconditioners, OOD curves on the eval set
   int rollout = 0;                    // [VO23] roll-out: the trained recurrent layer applied this many times (0 = off)

@@ -14,6 +14,7 @@
 // (measured: AVX2 builds of the 64-byte kernels ran at 2-11 GFLOP/s of a 117 GFLOP/s peak, bench_tiles).
 // A lane is kLaneParts registers; lane arithmetic is element-wise, so a kernel run once per part on the
 // parts (`part`) computes the lane kernel's bits exactly.
+#include <cmath>
 #include <type_traits>
 
 namespace icl {
@@ -36,6 +37,23 @@ inline constexpr VectorRegisters kVectorRegisters{32, 16, true, "NEON"};
 #else
 inline constexpr VectorRegisters kVectorRegisters{16, 16, false, "SSE"};
 #endif
+
+// a b + c as one fused multiply-add where the target has FMA, else two roundings, for a scalar or a register.
+// The register form is left to the compiler, which contracts it (-ffp-contract=fast); a scalar one is explicit,
+// since GCC contracts scalar code or not depending on the code around it.
+template <class F, class B, class C>
+inline F fused_madd(F a, B b, C c) {
+  if constexpr (std::is_same_v<F, float>) {
+#if defined(FP_FAST_FMAF)
+    return std::fma(a, b, c);
+#endif
+  } else if constexpr (std::is_same_v<F, double>) {
+#if defined(FP_FAST_FMA)
+    return std::fma(a, b, c);
+#endif
+  }
+  return a * b + c;
+}
 
 // Registers per 64-byte lane: 1 (AVX-512), 2 (AVX2), 4 (SSE, NEON).
 inline constexpr int kLaneParts = 64 / kVectorRegisters.bytes;

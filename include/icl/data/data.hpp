@@ -10,6 +10,7 @@
 #include "icl/base/lane.hpp"
 #include "icl/base/point.hpp"
 #include "icl/base/rng.hpp"
+#include "icl/data/normals.hpp"
 
 namespace icl {
 
@@ -29,6 +30,7 @@ struct TaskLaw {
   double x_scale = 1.0;         // out-of-distribution inputs: every x multiplied by this (labels follow)
   Eigen::MatrixXd pool;         // d x M: w drawn uniformly from these columns (empty: w from the prior)
   int64_t contexts = 0;         // > 0: every task is one of this many fixed contexts
+  Sampler sampler = Sampler::v2;   // the normals' stream (data/normals.hpp)
 };
 
 // Haar-random rotation: QR of a d x d matrix of rng_normals(key, 0, d^2) (row-major), the signs of R's diagonal
@@ -88,10 +90,11 @@ struct TaskBatch {
 // tokens (token n is the query) it uses m = d + N d + n normals from mp = ceil(m/2) Box-Muller pairs:
 //  1. Pair q: double: u1 = rng_uniform(k, 2q), u2 = rng_uniform(k, 2q+1); float: b = rng_bits(k, q),
 //     u1 = ((b >> 40) + 0.5) 2^-24, u2 = (((b >> 8) & 0xffffff) + 0.5) 2^-24.  In T: r = sqrt(-2 log u1),
-//     theta = T(2 pi) u2, normal q = r cos theta, normal mp+q = r sin theta.  log, sqrt, cos and sin are
-//     Eigen's array functions at width kLanes<T> (vectorised kernels, EIGEN_FAST_MATH's sqrt among them:
-//     not libm's in the last bits), so these normals are not rng_normal's, whose order (cos, sin
-//     interleaved) differs as well.
+//     theta = T(2 pi) u2, normal q = r cos theta, normal mp+q = r sin theta.  Sampler v1 (and every double
+//     draw): log, sqrt, cos and sin are Eigen's array functions at width kLanes<T> (vectorised kernels,
+//     EIGEN_FAST_MATH's sqrt among them: not libm's in the last bits), so these normals are not
+//     rng_normal's, whose order (cos, sin interleaved) differs as well.  Sampler v2 (float):
+//     normals_v2::box_muller(b >> 40, (b >> 8) & 0xffffff) (data/normals.hpp) instead.
 //  2. w (T): w_i = normal i, or sum_k T(w_half(i,k)) normal k when w_half is set; with a pool of M columns,
 //     w_i = T(pool(i, m)) instead, m = min(M - 1, floor(M rng_uniform(rng_key(k, kPoolIndex), 0))).  Pool
 //     column m is w_half g (or g) in double, g = rng_normals(rng_key(seed, Stream::pool, m), 0, d).
@@ -118,11 +121,16 @@ struct TaskBatch {
 // multiply-add when the target has FMA (-ffp-contract=fast, -march: recorded build flags).  batch.w
 // holds w converted to double; padding lanes are all zero.
 // [VO23]'s sine task from its uniform u: amplitude a = 0.1 + 0.4 u, label a sin(x + pi u).
-inline double sine_amplitude(double u) { return 0.1 + 0.4 * u; }
+inline double sine_amplitude(double u) { return fused_madd(0.4, u, 0.1); }
 template <class T>
 T sine_label(double u, T x) {
-  return static_cast<T>(sine_amplitude(u) * std::sin(static_cast<double>(x) + 3.14159265358979323846 * u));
+  return static_cast<T>(sine_amplitude(u) * std::sin(fused_madd(3.14159265358979323846, u, static_cast<double>(x))));
 }
+
+// Contract step 1 for a chunk of kLanes<T> tasks with these keys: pair q's normals to G[q] (cosine) and
+// G[mp + q] (sine), by `sampler` (v2 for float only; double draws as v1).
+template <class T>
+void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G);
 
 template <class T>
 void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, TaskBatch<T>& batch);
