@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# A real single-node Slurm (tools/slurm-local.sh): the generated sbatch script runs a ~2-minute sweep in
-# allocations of one minute.  The sweep must complete across several allocations, every point stored
-# exactly once, with results identical to an uninterrupted run; then the same through the srun launcher,
-# stopped once by the walltime warning; every daemon started is stopped.
+# A real single-node Slurm (tools/slurm-local.sh): the generated sbatch script runs a sweep of a few minutes
+# (specs/sweep_slurm.ini) in allocations of one minute.  The sweep must complete across several allocations,
+# every point stored exactly once, with results identical to an uninterrupted run; then the same through the
+# srun launcher, stopped once by the walltime warning; every daemon started is stopped.
 # Exit 77 (skipped) when not root: the daemons need it.
 set -u
 src=$1
@@ -32,7 +32,7 @@ echo "  uninterrupted reference: $(( $(date +%s) - t0 )) s on 2 ranks"
 (cd "$dir" && sbatch job.sbatch) || fail "sbatch"
 t0=$(date +%s)
 while [ $(( $(date +%s) - t0 )) -lt 900 ]; do
-  sleep 5
+  sleep 1
   jobs=$(squeue -h | wc -l)
   state=$("$bin" status "$dir/sweep.h5" 2>/dev/null | sed -n 's/^sweep .*(\([a-z]*\).*/\1/p')
   [ "$jobs" -eq 0 ] && [ "$state" = complete ] && break
