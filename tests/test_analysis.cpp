@@ -387,6 +387,89 @@ TEST(Analysis, ClippedAndUnclippedEvaluationOfTheSameWeights) {
   EXPECT_NEAR(off.at("se_loss_tf"), std_err(gd) * std::sqrt(512.0 / 511.0), 1e-9);
 }
 
+// [VO23] App. A.3's interpolation.  Plant a recurrent `full` model whose weights are a construction
+// (P0, Q0) = (diag(-g0 I, -e0), diag(I, 0)) plus a perturbation (E_P, E_Q; E_Q zero on Q's x-block
+// diagonal), in the gauge P * s, Q / s: the scale correction must undo s, and the average with the tuned
+// reference (1-step GD for L = 1, tied GD++ for L = 2) is then ((P0 + E_P + P*) / 2, (Q0 + E_Q / 2)).
+// A second point planted with exactly those matrices must give loss_interp as its loss_tf, and its
+// out-of-distribution curves as ood_*_interp.  Untied and two-head models have no interpolation.
+TEST(Analysis, InterpolationUndoesTheScaleAndAveragesWithTheTunedConstruction) {
+  const int d = 3, D = d + 1;
+  const double s = -2.5, e0 = 0.05, g0 = 0.02;
+  for (const char* layers : {"1", "2"}) {
+    auto point = [&](const char* tie, const char* heads) {
+      return make_point({{"d", "3"}, {"n", "10"}, {"layers", layers}, {"tie", tie}, {"heads", heads}, {"param", "full"},
+                         {"norm", "1"}, {"noise", "none"}, {"precision", "float64"}, {"eval_tasks", "512"}});
+    };
+    const Point p = point("true", "1");
+    const ParamLayout layout(p);
+    // theta of a tied single-head full model: the views P and Q of one layer, D x D each.
+    auto plant = [&](const Eigen::MatrixXd& P, const Eigen::MatrixXd& Q) {
+      std::vector<double> theta(layout.size(), 0.0);
+      for (const ParamView& v : layout.views())
+        for (int i = 0; i < D; ++i)
+          for (int k = 0; k < D; ++k) theta[v.offset + i * D + k] = (v.name == "P" ? P : Q)(i, k);
+      return analyse(p, planted(layout, theta));
+    };
+    Eigen::MatrixXd P0 = Eigen::MatrixXd::Zero(D, D), Q0 = Eigen::MatrixXd::Zero(D, D), EP(D, D), EQ(D, D);
+    for (int i = 0; i < d; ++i) P0(i, i) = -g0, Q0(i, i) = 1;
+    P0(d, d) = -e0;
+    for (int i = 0; i < D; ++i)
+      for (int k = 0; k < D; ++k) {
+        EP(i, k) = 0.004 * std::sin(1.0 + i + 3 * k);
+        EQ(i, k) = i == k && i < d ? 0.0 : 0.05 * std::cos(2.0 + 2 * i + k);
+      }
+    const Analysis r = plant(s * (P0 + EP), (Q0 + EQ) / s);
+    ASSERT_EQ(r.metrics.count("loss_interp"), 1u) << "layers " << layers;
+    const int L = p.layers;
+    const double eta = L == 1 ? r.series.at("gd_eta")[0] : r.series.at("gdpp_tied_eta")[L - 1];
+    const double gamma = L == 1 ? 0.0 : r.series.at("gdpp_tied_gamma")[L - 1];
+    Eigen::MatrixXd Pstar = Eigen::MatrixXd::Zero(D, D);
+    for (int i = 0; i < d; ++i) Pstar(i, i) = -gamma;
+    Pstar(d, d) = -eta;
+    const Analysis want = plant((P0 + EP + Pstar) / 2, Q0 + EQ / 2);
+    EXPECT_NEAR(r.metrics.at("loss_interp"), want.metrics.at("loss_tf"), 1e-12 * want.metrics.at("loss_tf"));
+    for (const char* f : {"ood_alpha_loss_", "ood_context_loss_"}) {
+      const auto& got = r.series.at(std::string(f) + "interp");
+      const auto& tf = want.series.at(std::string(f) + "tf");
+      ASSERT_EQ(got.size(), tf.size());
+      for (size_t k = 0; k < got.size(); ++k) EXPECT_NEAR(got[k], tf[k], 1e-10 * tf[k]) << f << k;
+    }
+    // The interpolation is not the trained model nor the reference (the test can tell them apart).
+    EXPECT_GT(std::fabs(r.metrics.at("loss_interp") - r.metrics.at("loss_tf")), 1e-3);
+    for (const Point& q : {point("false", "1"), point("true", "2")}) {
+      if (!q.tie && L == 1) continue;   // one layer is recurrent either way
+      const ParamLayout lq(q);
+      EXPECT_EQ(analyse(q, planted(lq, std::vector<double>(lq.size(), 0.1))).metrics.count("loss_interp"), 0u)
+          << "tie " << q.tie << ", heads " << q.heads;
+    }
+  }
+}
+
+// [VO23] App. A.10's extremes of the spectrum of X X^T over the evaluation tasks, against the squared
+// singular values of each task's context inputs, computed here from the same draw.
+TEST(Analysis, SpectrumExtremesOverTheEvaluationTasks) {
+  const Point p = make_point({{"d", "4"}, {"n", "6"}, {"x_dist", "uniform:0.5"}, {"precision", "float64"},
+                              {"eval_tasks", "300"}});
+  const ParamLayout layout(p);
+  const Analysis r = analyse(p, planted(layout, std::vector<double>(layout.size(), 0.01)));
+  TaskBatch<double> b;
+  b.resize(p.eval_tasks, p.d, p.n);
+  sample_tasks(make_task_law(p), p.seed, Stream::eval, 0, b);
+  double lo = 1e300, hi = 0;
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  for (int t = 0; t < b.B; ++t) {
+    batch_task(b, t, &X, &y);
+    const Eigen::VectorXd sv = Eigen::JacobiSVD<Eigen::MatrixXd>(X.leftCols(p.n)).singularValues();   // descending
+    lo = std::min(lo, sv(p.d - 1) * sv(p.d - 1));
+    hi = std::max(hi, sv(0) * sv(0));
+  }
+  EXPECT_NEAR(r.metrics.at("spectrum_min"), lo, 1e-12);
+  EXPECT_NEAR(r.metrics.at("spectrum_max"), hi, 1e-12 * hi);
+  EXPECT_GT(hi, 4 * lo);   // far apart: the test tells min from max
+}
+
 TEST(Analysis, GdppBeatsGdAtEqualStepsOnAnisotropicInputs) {
   const Point p = make_point({{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"cov", "rotated:1,0.25,4,1,0.5"},
                               {"steps", "1"}, {"batch", "16"}, {"eval_tasks", "4000"}});

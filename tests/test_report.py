@@ -4,6 +4,8 @@
     test_report.py loader H5                      load() / open_sweep() agree with the file; --best, summary
     test_report.py lu_theory [H5]                 Lu et al.'s formulas: closed forms, branches, their simulations;
                                                   with H5, icl-lu-theory's table and figure
+    test_report.py weights DIR H5                 [VO23] Fig. 9, 11, App. A.3, A.10 read-outs: planted matrices,
+                                                  and construction.csv against the file's w_xx
 """
 import csv
 import os
@@ -181,9 +183,53 @@ def lu_theory(h5=None):
         check(size is not None and size[0] >= 400, f"lu_theory.png of {size} pixels")
 
 
+def weights(outdir, h5):
+    from icl_sweep import figures_weights as fw
+    rng = np.random.default_rng(3)
+    # A.3's correction on a planted construction in the gauge (P s, Q / s): it undoes s and reads gamma, eta.
+    d, s, gamma, eta = 4, -2.5, 0.17, 1.3
+    P0, Q0 = np.diag(np.r_[np.full(d, -gamma), -eta]), np.diag(np.r_[np.ones(d), 0.0])
+    c = fw.construction_residuals(P0 * s, Q0 / s)
+    check(abs(c["beta"] - 1 / s) < 1e-15 and abs(c["gamma"] - gamma) < 1e-15 and abs(c["eta"] - eta) < 1e-15
+          and c["residual_q"] < 1e-15 and c["residual_p"] < 1e-15, f"scale correction of a planted construction: {c}")
+    E = np.zeros((d + 1, d + 1))
+    E[0, 1] = 0.2   # one off-diagonal entry of P: |E|_F / |P0|_F
+    c = fw.construction_residuals((P0 + E) * s, Q0 / s)
+    check(abs(c["residual_p"] - 0.2 / np.linalg.norm(P0)) < 1e-12 and c["residual_p_label"] < 1e-15,
+          f"a perturbation outside the label row: residual {c['residual_p']:.4f}")
+    # Fig. 11's per-head products from a transformer's theta and views (row-vector convention, heads side
+    # by side in the columns of W_Q, W_K, W_V and the rows of W_O).
+    D, k, H = 3, 3, 2
+    mats = {c: rng.normal(size=(D, k * H)) for c in "qkv"}
+    mats["o"] = rng.normal(size=(k * H, D))
+    theta, views, offset = [], [], 0
+    for c in "qkvo":
+        views.append(f"attn.W{c} 0 {offset} {mats[c].shape[0]} {mats[c].shape[1]}")
+        theta.append(mats[c].ravel())
+        offset += mats[c].size
+    heads = fw._head_products({"theta": np.concatenate(theta), "views": "\n".join(views)}, H, D)
+    for h, (kq, eta_h) in enumerate(heads):
+        cols = slice(h * k, (h + 1) * k)
+        want = mats["k"][:, cols] @ mats["q"][:, cols].T
+        value = mats["v"][:, cols] @ mats["o"][cols, :]
+        check(np.allclose(kq, want, rtol=1e-14) and abs(eta_h - value[-1, -1]) < 1e-14, f"head {h + 1}: W_K W_Q^T, eta_h")
+    M = np.array([[2.0, 1.0], [-1.0, 2.0]])
+    check(abs(fw.off_diagonal_ratio(M) - 0.5) < 1e-15 and fw.off_diagonal_ratio(M + M.T) == 0, "off-diagonal ratio")
+    # construction.csv: every recurrent point, gamma = -w_xx of layer 1 (c = 1).
+    with open(os.path.join(outdir, "construction.csv")) as f:
+        rows = list(csv.DictReader(f))
+    with h5py.File(h5, "r") as f:
+        w_xx = f["analysis/v24_w_xx"][:, 0]
+    check(len(rows) == len(w_xx), f"construction.csv: a row per recurrent point ({len(rows)})")
+    check(all(abs(float(r["gamma"]) + w_xx[int(r["point"])]) <= 1e-3 * abs(w_xx[int(r["point"])]) for r in rows),
+          "construction.csv's gamma is the engine's -w_xx (4 digits)")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "outputs":
         outputs(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif sys.argv[1] == "weights":
+        weights(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "lu_theory":
         lu_theory(*sys.argv[2:3])
     else:

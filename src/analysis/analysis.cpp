@@ -435,18 +435,41 @@ Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& ou
   return t;
 }
 
-// The trained model and the L-step references run through the same lane model.
+// The trained model and the L-step references run through the same lane model; `interp` where [VO23]
+// interpolates (recurrent single-head lsa models).
 template <class T>
 struct Models {
   Weights<T> tf, gd, gdpp;
+  std::optional<Weights<T>> interp;
 };
+
+// [VO23] App. A.3 (constructed_token_setup.ipynb, cell 7, interpolate_weights): the trained layer's scale
+// corrected, Q / beta and P * beta with beta the mean of Q's x-block diagonal, then averaged with the
+// construction `ref` (same depth, c = 1), layer by layer, in the trained model's shape (c, act_clip).
+template <class T>
+Weights<T> interpolated(const Weights<T>& tf, const Weights<T>& ref) {
+  const int d = tf.shape.d, D = d + 1;
+  const double c = tf.shape.c;
+  Weights<T> w = tf;
+  for (int l = 0; l < tf.shape.layers; ++l) {
+    const size_t off = static_cast<size_t>(l) * D * D;
+    double beta = 0;
+    for (int i = 0; i < d; ++i) beta += static_cast<double>(tf.Q[off + i * D + i]) / d;
+    for (int k = 0; k < D * D; ++k) {
+      w.Q[off + k] = static_cast<T>((tf.Q[off + k] / beta + ref.Q[off + k]) / 2);
+      w.P[off + k] = static_cast<T>((tf.P[off + k] * beta + ref.P[off + k] / c) / 2);
+    }
+  }
+  return w;
+}
 
 template <class T>
 Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning& t) {
   const int L = p.layers;
   Models<T> m{{model_shape(p), {}, {}, std::nullopt, {}},
               gdpp_weights<T>(p.d, p.n, std::vector<double>(L, t.closed_form.gd_eta[L - 1]), std::vector<double>(L, 0.0)),
-              gdpp_weights<T>(p.d, p.n, t.gdpp_K[L - 1].eta, t.gdpp_K[L - 1].gamma)};
+              gdpp_weights<T>(p.d, p.n, t.gdpp_K[L - 1].eta, t.gdpp_K[L - 1].gamma),
+              std::nullopt};
   if (p.arch == Arch::transformer) {
     m.tf.transformer = transformer_shape(p);
     m.tf.theta = theta;
@@ -456,6 +479,10 @@ Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning&
   m.tf.P.resize(layout.PQ_size());
   m.tf.Q.resize(layout.PQ_size());
   layout.expand(theta.data(), m.tf.P.data(), m.tf.Q.data());
+  if (p.heads == 1 && (L == 1 || p.tie)) {
+    const GdppTuned& tied = t.tied_K[L - 1];
+    m.interp = interpolated(m.tf, L == 1 ? m.gd : gdpp_weights<T>(p.d, p.n, tied.eta, tied.gamma));
+  }
   return m;
 }
 
@@ -509,6 +536,7 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   yhat[Method::tf] = run_tf.final();
   yhat[Method::gdpp] = run_gdpp.final();
   yhat[Method::gdpp_tied] = run_gdpp_tied.final();
+  if (m.interp) yhat[Method::interp] = run_model(*m.interp, eval_set, false, stop).final();
   if (p.act_clip > 0) {   // the same weights without the clip: what act_clip does to the numbers
     Weights<T> off = m.tf;
     off.set_act_clip(0.0);
@@ -522,6 +550,12 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
       M[{Family::se_adjusted, name}] = paired_se(v, yhat[Method::oracle_ridge], y);
     }
   M[Metric::se_loss_tf] = paired_se(yhat[Method::tf], {}, y);
+  M[Metric::spectrum_min] = kInf;
+  M[Metric::spectrum_max] = 0.0;
+  for (const TaskSpectrum& s : es.raw) {   // eigenvalues ascending
+    M[Metric::spectrum_min] = std::min(M[Metric::spectrum_min], s.s(0));
+    M[Metric::spectrum_max] = std::max(M[Metric::spectrum_max], s.s(s.s.size() - 1));
+  }
 
   Named S(out.series);
   for (int K = 1; K <= L; ++K) {
@@ -608,7 +642,19 @@ Models<T> at_length(const Point& p, const Models<T>& m, int n_k) {
   Models<T> mk = m;
   for (Weights<T>* w : {&mk.tf, &mk.gd, &mk.gdpp}) w->set_context(n_k);
   if (!mk.tf.transformer) mk.tf.shape.c = attention_c(p, n_k);
+  if (mk.interp) {
+    mk.interp->set_context(n_k);
+    mk.interp->shape.c = mk.tf.shape.c;
+  }
   return mk;
+}
+
+// The models every out-of-distribution curve follows: the trained one, GD, GD++ and (where made) interp.
+template <class T>
+std::vector<std::pair<Method, const Weights<T>*>> ood_models(const Models<T>& m) {
+  std::vector<std::pair<Method, const Weights<T>*>> v = {{Method::tf, &m.tf}, {Method::gd, &m.gd}, {Method::gdpp, &m.gdpp}};
+  if (m.interp) v.push_back({Method::interp, &*m.interp});
+  return v;
 }
 
 // Out of distribution: input scale alpha, and context length M != n (c = 1/M under norm = 1/n).
@@ -622,9 +668,8 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
     lk.x_scale = alphas[k];
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_alpha(k), kOodTasks);
     const std::vector<double> yk = labels(set);
-    S[{Family::ood_alpha_loss, Method::tf}].push_back(mse(run_model(m.tf, set, false, stop).final(), yk));
-    S[{Family::ood_alpha_loss, Method::gd}].push_back(mse(run_model(m.gd, set, false, stop).final(), yk));
-    S[{Family::ood_alpha_loss, Method::gdpp}].push_back(mse(run_model(m.gdpp, set, false, stop).final(), yk));
+    for (const auto& [method, w] : ood_models(m))
+      S[{Family::ood_alpha_loss, method}].push_back(mse(run_model(*w, set, false, stop).final(), yk));
   }
   const std::vector<double> lengths = {std::max(1.0, std::floor(p.n / 2.0)), double(p.n), 2.0 * p.n};
   S[Metric::ood_context] = lengths;
@@ -634,9 +679,8 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_context(k), kOodTasks);
     const std::vector<double> yk = labels(set);
     const Models<T> mk = at_length(p, m, lk.n);
-    S[{Family::ood_context_loss, Method::tf}].push_back(mse(run_model(mk.tf, set, false, stop).final(), yk));
-    S[{Family::ood_context_loss, Method::gd}].push_back(mse(run_model(mk.gd, set, false, stop).final(), yk));
-    S[{Family::ood_context_loss, Method::gdpp}].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), yk));
+    for (const auto& [method, w] : ood_models(mk))
+      S[{Family::ood_context_loss, method}].push_back(mse(run_model(*w, set, false, stop).final(), yk));
   }
 }
 

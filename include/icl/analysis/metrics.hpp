@@ -38,7 +38,11 @@
   X(gdpp, "GD++ (K steps, tuned per step)",                                                                        \
     "K = L steps of GD++ with tuned (eta, gamma) per step ([VO23] App. A.10)")                                     \
   X(gdpp_tied, "GD++ (K steps, one tuned pair)",                                                                   \
-    "K = L steps of GD++ with one tuned (eta, gamma) for every step (recurrent; [VO23] Fig. 3)")
+    "K = L steps of GD++ with one tuned (eta, gamma) for every step (recurrent; [VO23] Fig. 3)")                   \
+  X(interp, "interpolated (TF + construction)",                                                                    \
+    "[VO23] App. A.3: the trained weights with their scale corrected (Q / beta, P * beta, beta the mean of Q's "   \
+    "x-block diagonal), averaged with the construction of the tuned GD step (L = 1) or of tied GD++ (L > 1); "    \
+    "recurrent single-head lsa models only")
 
 // A name per method: <prefix>_<method key>.  X(prefix, doc ("%s" stands for the method's doc), convention).
 // No prefix followed by "_" is the start of another family's name.
@@ -57,6 +61,9 @@
 // Every other name.  X(name, doc, convention).
 #define ICL_METRICS(X)                                                                                             \
   X(se_loss_tf, "standard error of loss_tf over the evaluation tasks", kMse)                                       \
+  X(spectrum_min, "smallest eigenvalue of X X^T (the context's inputs, a plain sum) over the evaluation tasks "    \
+    "([VO23] App. A.10)", "eigenvalue")                                                                            \
+  X(spectrum_max, "largest eigenvalue of X X^T over the evaluation tasks ([VO23] App. A.10)", "eigenvalue")        \
   X(context_length, "context lengths 1..context_curve of the context_loss_* curves", "tokens")                     \
   X(se_context_loss_tf, "standard error of context_loss_tf per context length over its tasks", kMse)               \
   X(newton_similarity, newton_similarity_doc(), "cosine")                                                          \

@@ -5,7 +5,8 @@ import os
 SECTIONS = (("losses", "Loss against the varied options"), ("layers", "Per-layer readouts"),
             ("noise", "Noise levels"), ("training", "Training"), ("alignment", "Alignment with GD / GD++"),
             ("diversity", "Task diversity"), ("context", "Loss against context length"), ("ood", "Out of distribution"),
-            ("weights", "Learned weights"), ("landscape", "Optimisation landscape"))
+            ("weights", "Learned weights"), ("transformer", "[VO23]'s transformer: copying, roll-out"),
+            ("landscape", "Optimisation landscape"))
 
 STYLE = """body{font-family:sans-serif;max-width:1250px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ccc;padding:2px 6px;

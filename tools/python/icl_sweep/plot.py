@@ -191,7 +191,7 @@ def save(fig, outdir, name, title):
         fig.legend([handles[l] for l in labels], labels, loc="lower center", ncol=columns, fontsize=8,
                    frameon=False)
     fig.suptitle(title, fontsize=11)
-    fig.tight_layout(rect=(0, bottom, 1, 1))
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.25 / fig.get_size_inches()[1]))   # room for the title
     path = os.path.join(outdir, name)
     fig.savefig(path, dpi=100)
     plt.close(fig)

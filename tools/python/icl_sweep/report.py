@@ -17,8 +17,9 @@ from .plot import Scale
 
 FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, figures.loss_curves,
            figures.alignment, figures.out_of_distribution, figures_weights.preconditioners,
-           figures_weights.v24_scalars, figures_weights.weight_heatmaps, figures_landscape.landscape,
-           figures_vo23.copy_analysis, figures_vo23.rollout, figures_halving.halving,
+           figures_weights.v24_scalars, figures_weights.gdpp_gamma,
+           figures_weights.construction_heatmaps, figures_weights.weight_heatmaps, figures_landscape.landscape,
+           figures_vo23.copy_analysis, figures_vo23.rollout, figures_weights.softmax_heads, figures_halving.halving,
            figures_diversity.task_diversity, figures_diversity.context_curve, figures_newton.newton_similarity)
 
 
