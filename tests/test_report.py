@@ -4,6 +4,7 @@
     test_report.py loader H5                      load() / open_sweep() agree with the file; --best, summary
     test_report.py lu_theory [H5]                 Lu et al.'s formulas: closed forms, branches, their simulations;
                                                   with H5, icl-lu-theory's table and figure
+    test_report.py steps_to_gd DIR H5             [VO23] Fig. 15's steps to GD against the curves (heads varied)
     test_report.py weights DIR H5                 [VO23] Fig. 9, 11, App. A.3, A.10 read-outs: planted matrices,
                                                   and construction.csv against the file's w_xx
 """
@@ -225,9 +226,25 @@ def weights(outdir, h5):
           "construction.csv's gamma is the engine's -w_xx (4 digits)")
 
 
+def steps_to_gd(outdir, h5):
+    """steps_to_gd.csv against the curves: the first evaluation step within 5% of the point's GD loss."""
+    sweep = icl_sweep.open_sweep(h5)
+    with open(os.path.join(outdir, "steps_to_gd.csv")) as f:
+        rows = list(csv.DictReader(f))
+    check(len(rows) == sweep.size, f"steps_to_gd.csv: a row per point ({len(rows)} of {sweep.size})")
+    for r in rows:
+        i = int(np.flatnonzero((sweep.points["replica"] == int(r["replica"])) &
+                               (np.array([f"heads={h}" for h in sweep.points["heads"]]) == r["condition"]))[0])
+        step, loss = sweep.curves["step"][i], sweep.curves["test_loss"][i]
+        near = [int(s) for s, v in zip(step, loss) if s >= 0 and v <= 1.05 * sweep.metrics["loss_gd"][i]]
+        check(r["step"] == (str(near[0]) if near else ""), f"{r['condition']} replica {r['replica']}: step {r['step']!r}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "outputs":
         outputs(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif sys.argv[1] == "steps_to_gd":
+        steps_to_gd(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "weights":
         weights(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "lu_theory":

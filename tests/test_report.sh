@@ -22,8 +22,9 @@ grep -q "test_loss (1/2 MSE)" <<<"$out" && ok "terminal summary in 1/2 MSE" || f
   construction.png || failures=$((failures + 1))
 
 # The trained weights' read-outs ([VO23] Fig. 9, 11, App. A.3, A.10): recurrent 2-layer models over n, and
-# one-layer softmax models with 1 and 2 heads; the roll-out of a recurrent layer (the reduced presets).
-for preset in vo23_a10_gamma vo23_fig12 vo23_fig10; do
+# one-layer softmax models with 1 and 2 heads; the roll-out of a recurrent layer; every seed's curve with 1 and
+# 2 heads ([VO23] Fig. 15) (the reduced presets).
+for preset in vo23_a10_gamma vo23_fig12 vo23_fig10 vo23_fig15; do
   mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/$preset.ini" -o "$dir/$preset.h5" --quiet \
     && report "$dir/$preset.h5" -o "$dir/${preset}_report" --quiet >/dev/null 2>&1 && ok "reduced $preset and its report" \
     || fail "reduced $preset"
@@ -35,6 +36,9 @@ done
   || failures=$((failures + 1))
 [ -f "$dir/vo23_fig12_report/softmax_heads.csv" ] && ok "softmax_heads.csv written" || fail "no softmax_heads.csv"
 "$py" "$src/test_report.py" outputs "$dir/vo23_fig10_report" "$dir/vo23_fig10.h5" rollout.png || failures=$((failures + 1))
+"$py" "$src/test_report.py" outputs "$dir/vo23_fig15_report" "$dir/vo23_fig15.h5" replica_curves.png \
+  || failures=$((failures + 1))
+"$py" "$src/test_report.py" steps_to_gd "$dir/vo23_fig15_report" "$dir/vo23_fig15.h5" || failures=$((failures + 1))
 
 # Every kind of figure and table.
 mpiexec --oversubscribe -n 2 "$bin" run "$src/specs/report_small.ini" -o "$dir/small.h5" --quiet \

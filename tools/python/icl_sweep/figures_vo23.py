@@ -83,3 +83,50 @@ def rollout(r):
              "The trained 1-layer recurrent model applied `rollout` times (each application damped by "
              "rollout_damping, label channel only), one marker per replica, against as many GD steps at the damped "
              f"tuned 1-step rate, on the evaluation set. {r.scale.note}", "transformer")
+
+
+MIN_REPLICAS = 3     # replica_curves draws conditions with at least this many replicas
+NEAR_GD = 0.05       # "reached GD": test loss within 5% of its own L-step GD loss
+
+
+def replica_curves(r):
+    """[VO23] Fig. 15 (left, centre; App. A.11): every replica's test loss over training, per condition, beside
+    L-step GD, and per replica the first evaluation step within 5% of its GD loss (steps_to_gd.csv): a seed
+    that sits on a plateau reaches it late or never."""
+    if "loss_gd" not in r.sweep.metrics:
+        return
+    rest = [a for a in r.view.axes if a != "replica"]
+    groups = {k: idx for k, idx in r.view.groups(rest).items() if len(idx) >= MIN_REPLICAS}
+    if not groups:
+        return
+    steps, loss = r.sweep.curves["step"], r.sweep.curves["test_loss"]
+    gd = r.sweep.metrics["loss_gd"]
+    rows = []
+    shown = list(groups.items())[:8]
+    fig, panels = plot.panels(len(shown))
+    for ax, (key, idx) in zip(panels, shown):
+        for i, p in enumerate(idx):
+            ok = steps[p] >= 0
+            ax.plot(steps[p][ok], r.scale(loss[p][ok]), color=plot.model_style(i)["color"], linewidth=1.1,
+                    label=f"replica {r.sweep.points['replica'][p]}")
+        plot.baseline_line(ax, [0, np.nanmax(steps[idx])], [r.scale(np.nanmean(gd[idx]))] * 2, "gd")
+        ax.set_xlabel("training step")
+        ax.set_ylabel(f"test loss ({r.scale.name})")
+        ax.set_title(label(rest, key) if rest else r.sweep_name, fontsize=9)
+        plot.log_if_positive(ax)
+        ax.grid(alpha=0.3)
+    for key, idx in groups.items():
+        for p in idx:
+            ok = (steps[p] >= 0) & np.isfinite(loss[p])
+            near = np.flatnonzero(loss[p][ok] <= (1 + NEAR_GD) * gd[p])
+            rows.append([label(rest, key) if rest else r.sweep_name, int(r.sweep.points["replica"][p]),
+                         int(steps[p][ok][near[0]]) if len(near) else ""])
+    r.table("steps_to_gd", f"Steps until the test loss is within {NEAR_GD:.0%} of L-step GD's, per replica",
+            ["condition", "replica", "step"], rows,
+            f"The first evaluation step at which the replica's test loss is at most {1 + NEAR_GD:g} x its own "
+            "L-step GD loss (the same evaluation tasks); empty: never within the training run.")
+    r.figure(plot.save(fig, r.outdir, "replica_curves.png", "Every replica's test loss during training"),
+             "Every replica's test loss during training ([VO23] Fig. 15)",
+             "One line per replica (conditions with at least 3), dashed red: L-step GD at its tuned rate (mean over "
+             f"the replicas). A seed on a plateau leaves it late; steps_to_gd.csv has each replica's first step "
+             f"within {NEAR_GD:.0%} of its GD loss. {r.scale.note}", "training")

@@ -16,6 +16,7 @@ from .load import Sweep
 from .plot import Scale
 
 FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, figures.loss_curves,
+           figures_vo23.replica_curves,
            figures.alignment, figures.out_of_distribution, figures_weights.preconditioners,
            figures_weights.v24_scalars, figures_weights.gdpp_gamma,
            figures_weights.construction_heatmaps, figures_weights.weight_heatmaps, figures_landscape.landscape,
