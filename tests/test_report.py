@@ -214,6 +214,9 @@ def weights(outdir, h5):
         want = mats["k"][:, cols] @ mats["q"][:, cols].T
         value = mats["v"][:, cols] @ mats["o"][cols, :]
         check(np.allclose(kq, want, rtol=1e-14) and abs(eta_h - value[-1, -1]) < 1e-14, f"head {h + 1}: W_K W_Q^T, eta_h")
+        kq2, pv = fw._head_products({"theta": np.concatenate(theta), "views": "\n".join(views)}, H, D, products=True)[h]
+        check(np.allclose(kq2, want, rtol=1e-14) and np.allclose(pv, value.T, rtol=1e-14),
+              f"head {h + 1}: the lsa products Q = W_K W_Q^T, P = (W_V W_O)^T")
     M = np.array([[2.0, 1.0], [-1.0, 2.0]])
     check(abs(fw.off_diagonal_ratio(M) - 0.5) < 1e-15 and fw.off_diagonal_ratio(M + M.T) == 0, "off-diagonal ratio")
     # construction.csv: every recurrent point, gamma = -w_xx of layer 1 (c = 1).

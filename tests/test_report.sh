@@ -21,10 +21,11 @@ grep -q "test_loss (1/2 MSE)" <<<"$out" && ok "terminal summary in 1/2 MSE" || f
 "$py" "$src/test_report.py" outputs "$dir/vo23_report" "$dir/vo23.h5" loss_curves.png weights_1.png ood_alpha.png \
   construction.png || failures=$((failures + 1))
 
-# The trained weights' read-outs ([VO23] Fig. 9, 11, App. A.3, A.10): recurrent 2-layer models over n, and
+# The trained weights' read-outs ([VO23] Fig. 9, 11, App. A.3, A.10): recurrent 2-layer models over n (lsa, and
+# the notebook's factored model), and
 # one-layer softmax models with 1 and 2 heads; the roll-out of a recurrent layer; every seed's curve with 1 and
 # 2 heads ([VO23] Fig. 15) (the reduced presets).
-for preset in vo23_a10_gamma vo23_fig12 vo23_fig10 vo23_fig15; do
+for preset in vo23_a10_gamma vo23_a10_gamma_factored vo23_fig12 vo23_fig10 vo23_fig15; do
   mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/$preset.ini" -o "$dir/$preset.h5" --quiet \
     && report "$dir/$preset.h5" -o "$dir/${preset}_report" --quiet >/dev/null 2>&1 && ok "reduced $preset and its report" \
     || fail "reduced $preset"
@@ -32,6 +33,8 @@ done
 "$py" "$src/test_report.py" outputs "$dir/vo23_a10_gamma_report" "$dir/vo23_a10_gamma.h5" gdpp_gamma.png construction.png \
   || failures=$((failures + 1))
 "$py" "$src/test_report.py" weights "$dir/vo23_a10_gamma_report" "$dir/vo23_a10_gamma.h5" || failures=$((failures + 1))
+"$py" "$src/test_report.py" outputs "$dir/vo23_a10_gamma_factored_report" "$dir/vo23_a10_gamma_factored.h5" \
+  gdpp_gamma.png construction.png || failures=$((failures + 1))
 "$py" "$src/test_report.py" outputs "$dir/vo23_fig12_report" "$dir/vo23_fig12.h5" softmax_heads.png \
   || failures=$((failures + 1))
 [ -f "$dir/vo23_fig12_report/softmax_heads.csv" ] && ok "softmax_heads.csv written" || fail "no softmax_heads.csv"

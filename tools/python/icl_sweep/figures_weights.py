@@ -115,6 +115,37 @@ def v24_scalars(r):
              "over replicas.", "weights")
 
 
+def _recurrent(r):
+    """The points whose model is one single-head linear attention layer applied L times (recurrent, or one
+    layer): `lsa`, or [VO23]'s transformer with linear attention on constructed tokens and nothing else
+    (no MLP, LayerNorm, bias, embedding or positions; square keys)."""
+    p = r.sweep.points
+
+    def equals(option, value):   # False where a file (an older build's) lacks the option
+        return p[option] == value if option in p else np.zeros(r.sweep.size, dtype=bool)
+    once = (p["heads"] == 1) & ((p["tie"] == "true") | (p["layers"] == 1))
+    bare = (equals("arch", "transformer") & equals("attention", "linear") & equals("attention_first", "same")
+            & equals("tokens", "constructed") & equals("mlp", "false") & equals("layer_norm", "false")
+            & equals("layer_norm_first", "false") & equals("bias", "false") & equals("embed", "none")
+            & equals("pe", "none") & equals("key_size", p["d"] + 1))
+    return r.view.mask & once & (equals("arch", "lsa") | bare)
+
+
+def _products(r, i):
+    """Layer 1's P = W_PV and Q = W_KQ of a point of _recurrent, in the lsa's column convention (Z <- Z + c P Z M
+    Z^T Q Z): its own P, Q, or from the transformer's factors (row convention, x W): P = (W_V W_O)^T,
+    Q = W_K W_Q^T. None if the point stored no weights."""
+    w = r.sweep.weights(i)
+    if w is None:
+        return None
+    if "P" in w:
+        return w["P"][0, 0], w["Q"][0, 0]
+    if "views" not in w:
+        return None
+    Q, P = _head_products(w, 1, int(r.sweep.points["d"][i]) + 1, products=True)[0]
+    return P, Q
+
+
 def gdpp_gamma(r):
     """[VO23] App. A.10: the GD++ gamma that trained recurrent models learned, read from their weights as
     App. A.3 corrects the scale (-mean diag P_xx * mean diag Q_xx = -w_xx, times the attention's c), against
@@ -124,12 +155,14 @@ def gdpp_gamma(r):
     L = p["layers"]
     w_xx = r.sweep.analysis("v24_w_xx")
     tied_gamma = r.sweep.analysis("gdpp_tied_gamma")
-    use = r.view.mask & (p["tie"] == "true") & (L >= 2) & (p["arch"] == "lsa") & (p["heads"] == 1)
-    use &= np.isfinite(w_xx[:, 0]) if w_xx.shape[1] else False
+    use = _recurrent(r) & (L >= 2) & np.isfinite(r.sweep.metrics.get("loss_gdpp_tied", np.full(r.sweep.size, np.nan)))
     if not use.any():
         return
     c = np.where(p["norm"] == "1/n", 1.0 / p["n"], 1.0) * np.where(p["residual"] == "1/L", 1.0 / L, 1.0)
-    gamma = -w_xx[:, 0] * c
+    gamma = -w_xx[:, 0] * c if w_xx.shape[1] else np.full(r.sweep.size, np.nan)
+    for i in np.flatnonzero(use & (p["arch"] == "transformer")):   # no w_xx: read from the factors
+        P, Q = _products(r, i)
+        gamma[i] = construction_residuals(P, Q)["gamma"]
     tuned = tied_gamma[np.arange(r.sweep.size), np.maximum(L - 1, 0)]
     gap = r.sweep.metrics["loss_tf"] / r.sweep.metrics["loss_gdpp_tied"] - 1
     beats_gd = r.sweep.metrics["loss_tf"] < r.sweep.metrics["loss_gd"]   # left the plateau ([VO23] App. A.11)
@@ -202,14 +235,13 @@ def construction_heatmaps(r):
     """[VO23] Fig. 9: a recurrent single-head model's W_KQ = Q and W_PV = P after App. A.3's scale correction
     (one replica per condition), beside the construction's distance; construction.csv for every such point."""
     p = r.sweep.points
-    use = r.view.mask & (p["arch"] == "lsa") & (p["heads"] == 1) & ((p["tie"] == "true") | (p["layers"] == 1))
     rows, shown = [], {}
     rest = [a for a in r.view.axes if a != "replica"]
-    for i in np.flatnonzero(use):
-        w = r.sweep.weights(i)
-        if w is None or "P" not in w:
+    for i in np.flatnonzero(_recurrent(r)):
+        w = _products(r, i)
+        if w is None:
             continue
-        c = construction_residuals(w["P"][0, 0], w["Q"][0, 0])
+        c = construction_residuals(*w)
         rows.append([int(i)] + [str(p[a][i]) for a in rest] + [int(p["replica"][i])] +
                     [f"{c[k]:.4g}" for k in ("beta", "gamma", "eta", "residual_q", "residual_p", "residual_p_label")])
         shown.setdefault(tuple(p[a][i] for a in rest), (i, w, c))
@@ -225,7 +257,7 @@ def construction_heatmaps(r):
     shown = list(shown.items())[:MAX_HEATMAP_POINTS]
     fig, axes = plot.plt.subplots(len(shown), 2, figsize=(9, 3.4 * len(shown) + 1.0), squeeze=False)
     for row, (key, (i, w, c)) in enumerate(shown):
-        Pc, Qc, _ = scale_corrected(w["P"][0, 0], w["Q"][0, 0])
+        Pc, Qc, _ = scale_corrected(*w)
         name = label(rest, key) if rest else r.sweep_name
         _heat(axes[row][0], Qc, f"{name}, replica {p['replica'][i]}: W_KQ / beta (|. - diag(I,0)| {c['residual_q']:.3f})")
         _heat(axes[row][1], Pc, f"W_PV * beta: gamma {c['gamma']:.3g}, eta {c['eta']:.3g} (residual {c['residual_p']:.3f})")
@@ -237,9 +269,10 @@ def construction_heatmaps(r):
              "Tokens (x, y): the last row and column belong to y. Every such point in construction.csv.", "weights")
 
 
-def _head_products(w, heads, D):
+def _head_products(w, heads, D, products=False):
     """Per head of layer 1 of a transformer (row-vector convention: q = x W_Q): W_K W_Q^T (keys x queries, as
-    [VO23]'s notebook draws it) and eta_h = (W_V W_O)[-1, -1], from the stored theta and its views."""
+    [VO23]'s notebook draws it) and eta_h = (W_V W_O)[-1, -1], from the stored theta and its views; with
+    `products`, (W_K W_Q^T, (W_V W_O)^T) in place of the pair."""
     views = {}
     for line in w["views"].splitlines():
         name, layer, offset, rows, cols = line.split()
@@ -250,7 +283,8 @@ def _head_products(w, heads, D):
     out = []
     for h in range(heads):
         cols = slice(h * k, (h + 1) * k)
-        out.append((Wk[:, cols] @ Wq[:, cols].T, float((Wv[:, cols] @ Wo[cols, :])[D - 1, D - 1])))
+        kq, vo = Wk[:, cols] @ Wq[:, cols].T, Wv[:, cols] @ Wo[cols, :]
+        out.append((kq, vo.T) if products else (kq, float(vo[D - 1, D - 1])))
     return out
 
 
