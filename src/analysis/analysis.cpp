@@ -550,12 +550,13 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
       M[{Family::se_adjusted, name}] = paired_se(v, yhat[Method::oracle_ridge], y);
     }
   M[Metric::se_loss_tf] = paired_se(yhat[Method::tf], {}, y);
-  M[Metric::spectrum_min] = kInf;
-  M[Metric::spectrum_max] = 0.0;
+  double lo = kInf, hi = 0.0;
   for (const TaskSpectrum& s : es.raw) {   // eigenvalues ascending
-    M[Metric::spectrum_min] = std::min(M[Metric::spectrum_min], s.s(0));
-    M[Metric::spectrum_max] = std::max(M[Metric::spectrum_max], s.s(s.s.size() - 1));
+    lo = std::min(lo, s.s(0));
+    hi = std::max(hi, s.s(s.s.size() - 1));
   }
+  M[Metric::spectrum_min] = lo;
+  M[Metric::spectrum_max] = hi;
 
   Named S(out.series);
   for (int K = 1; K <= L; ++K) {

@@ -315,7 +315,7 @@ def softmax_heads(r):
     H = max(int(x[1]) for x in rows)
     r.table("softmax_heads", "[VO23] Fig. 11: off-diagonal over diagonal of each head's eta_h W_K W_Q^T and of their sum",
             ["point", "heads", "replica"] + [f"head {h + 1}" for h in range(H)] + ["sum"],
-            [x[:3] + x[3:-1] + [""] * (H - (len(x) - 4)) + x[-1:] for x in rows],
+            [x[:-1] + [""] * (H - x[1]) + x[-1:] for x in rows],   # heads beyond a point's own left empty
             "|off-diagonal|_F / |diagonal|_F of eta_h W_K,h W_Q,h^T (eta_h = (W_V,h W_O,h)[-1, -1]) per head of "
             "layer 1, and of the sum over heads ([VO23] App. A.9: the heads' off-diagonal terms cancel).")
     i, scaled, ratios = shown
