@@ -243,6 +243,84 @@ def steps_to_gd(outdir, h5):
         check(r["step"] == (str(near[0]) if near else ""), f"{r['condition']} replica {r['replica']}: step {r['step']!r}")
 
 
+def depth(outdir, h5):
+    """depth_alpha.csv of a tied sparse_a sweep with residual 1/L: a row per (condition, n, L); the ISO theory
+    column is d times depth_theory.iso_loss; trained / GD the mean of the replicas' ratios; and every ISO and RRS model's loss
+    recomputed from its weights as the reduced model (depth_theory.reduced_loss, 20,000 Monte Carlo contexts)
+    within 5 standard errors of the engine's on its evaluation set: tie + sparse_a + residual 1/L is L GD steps
+    with one preconditioner, and rotated_per_task a Haar rotation per context."""
+    from icl_sweep import depth_theory
+    from icl_sweep.figures_depth import _gamma, _setting, _spectrum
+    sweep = icl_sweep.open_sweep(h5)
+    p = sweep.points
+    with open(os.path.join(outdir, "depth_alpha.csv")) as f:
+        rows = list(csv.DictReader(f))
+    conditions = {(c, n, L) for c, n, L in zip(p["cov"], p["n"], p["layers"])}
+    check(len(rows) == len(conditions), f"depth_alpha.csv: a row per condition, n and L ({len(rows)})")
+    for row in rows:
+        d, n, L = int(row["d"]), int(row["n"]), int(row["L"])
+        iso = "identity" in row["condition"]
+        j = np.flatnonzero((p["n"] == n) & (p["layers"] == L) & ((p["cov"] == "identity") == iso))
+        ratio = np.mean(sweep.metrics["loss_tf"][j] / sweep.metrics["loss_gd"][j])   # ISO and RRS: plain GD
+        theory = row["theory, d -> inf (ISO)"]
+        want = d * depth_theory.iso_loss(L, n / d)[1] if iso else float("nan")
+        check(abs(float(row["trained / GD"]) / ratio - 1) < 1e-9 and
+              (np.isnan(want) and theory in ("", "nan") or abs(float(theory) / want - 1) < 1e-9),
+              f"{row['condition'][:30]} n {n} L {L}: trained / GD {ratio:.4g} per replica, theory {theory}")
+    r = type("R", (), {"sweep": sweep})()
+    for i in range(sweep.size):
+        setting = _setting(p, i)
+        if setting not in ("ISO", "RRS"):
+            continue
+        G = _gamma(r, i)
+        spectrum = _spectrum(p["cov"][i]) if setting == "RRS" else None
+        mc, mc_se = depth_theory.reduced_loss(G, int(p["layers"][i]), int(p["n"][i]), spectrum, contexts=20000, seed=i)
+        ours, se = sweep.metrics["loss_tf"][i], sweep.metrics["se_loss_tf"][i]
+        check(abs(mc - ours) < 5 * np.hypot(se, mc_se), f"point {i} ({setting}, L = {p['layers'][i]}, n = {p['n'][i]}): "
+              f"the engine's loss {ours:.5g} ± {se:.2g}, the reduced model from its weights {mc:.5g} ± {mc_se:.2g}")
+
+
+def depth_theory():
+    """The reduced model's d -> inf losses (icl_sweep/depth_theory.py) against what they must satisfy: at L = 1
+    the closed forms gamma* = alpha/(1+alpha), loss/d = 1/(1+alpha) and, for a fixed spectrum,
+    gamma* = sum l^2 / sum l^3, loss = sum l - (sum l^2)^2 / sum l^3 (derived independently); the optimal
+    per-layer rate gamma*/L = alpha/(1+alpha) at every depth (the MP law is symmetric about 1 + 1/alpha, so the
+    odd powers of the derivative vanish there); the floor 1 - alpha below alpha = 1; the best gamma I a
+    saddle of the general class at L = 16; and a simulation of Wishart spectra at d = 300 within 3
+    standard errors."""
+    from icl_sweep.depth_theory import iso_finite_d, iso_loss, reduced_loss, rotated_limit
+    for alpha in (0.5, 1.0, 3.0, 8.0):
+        g, loss = iso_loss(1, alpha)
+        check(abs(g - alpha / (1 + alpha)) < 1e-7 and abs(loss - 1 / (1 + alpha)) < 1e-9,
+              f"ISO L = 1, alpha {alpha}: gamma* {g:.8f}, loss/d {loss:.10f}")
+        for L in (2, 5, 16):
+            g, loss = iso_loss(L, alpha)
+            check(abs(g / L - alpha / (1 + alpha)) < 1e-6 and loss < iso_loss(L - 1, alpha)[1],
+                  f"ISO L = {L}, alpha {alpha}: rate gamma*/L {g / L:.8f}, loss/d {loss:.6g} below depth L - 1's")
+        check(iso_loss(16, alpha)[1] >= max(0.0, 1 - alpha) - 1e-12, f"alpha {alpha}: loss/d >= 1 - alpha")
+    lam = np.array([3.0, 1.0, 0.5, 0.2])
+    g, loss = rotated_limit(lam, 1)
+    want_g, want = (lam ** 2).sum() / (lam ** 3).sum(), lam.sum() - (lam ** 2).sum() ** 2 / (lam ** 3).sum()
+    check(abs(g - want_g) < 1e-7 and abs(loss - want) < 1e-10, f"RRS L = 1: gamma* {g:.8f} = {want_g:.8f}")
+    limits = [rotated_limit(lam, L)[1] for L in (1, 2, 4, 8)]
+    check(all(b < a for a, b in zip(limits, limits[1:])), f"RRS alpha -> inf: loss falls with depth {limits}")
+    # The best gamma I is a minimum of the general class at L = 1 (convex) and a saddle at L = 16 (d = 10,
+    # alpha = 4): a step along an antisymmetric K lowers the loss (same Monte Carlo contexts).
+    K = np.random.default_rng(3).standard_normal((10, 10))
+    K = (K - K.T) / np.linalg.norm(K - K.T) * np.sqrt(10)
+    for L, lower in ((1, False), (16, True)):
+        grid = [reduced_loss(g * L * np.eye(10), L, 40, contexts=3000, seed=1)[0] for g in np.linspace(0.4, 1.0, 31)]
+        g = np.linspace(0.4, 1.0, 31)[int(np.argmin(grid))] * L
+        ratio = reduced_loss(g * np.eye(10) + 0.2 * L * K, L, 40, contexts=3000, seed=1)[0] / min(grid)
+        check((ratio < 0.9) == lower, f"L = {L}: gamma I + 0.2 L K over the best gamma I: {ratio:.3f}")
+    d = 300
+    for alpha, L in ((2.0, 4), (1.0, 3), (0.5, 2)):
+        g, theory = iso_loss(L, alpha)
+        mean, se, _ = iso_finite_d(L, alpha, d, g, 12, seed=4)
+        check(abs(mean - theory) < 3 * se + 2.0 / d * theory, f"ISO alpha {alpha}, L = {L}: d = {d} simulation "
+              f"{mean:.5f} ± {se:.5f} against {theory:.5f}")
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "outputs":
         outputs(sys.argv[2], sys.argv[3], sys.argv[4:])
@@ -250,6 +328,10 @@ if __name__ == "__main__":
         steps_to_gd(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "weights":
         weights(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "depth":
+        depth(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "depth_theory":
+        depth_theory()
     elif sys.argv[1] == "lu_theory":
         lu_theory(*sys.argv[2:3])
     else:

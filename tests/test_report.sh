@@ -43,6 +43,15 @@ done
   || failures=$((failures + 1))
 "$py" "$src/test_report.py" steps_to_gd "$dir/vo23_fig15_report" "$dir/vo23_fig15.h5" || failures=$((failures + 1))
 
+# Depth against context (Bordelon et al. 2025): the reduced model over alpha, its d -> inf theory and the
+# reduced model recomputed from the trained weights (the reduced preset).
+mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/bordelon_alpha.ini" -o "$dir/bordelon.h5" --quiet \
+  && report "$dir/bordelon.h5" -o "$dir/bordelon_report" --quiet >/dev/null 2>&1 && ok "reduced bordelon_alpha and its report" \
+  || fail "reduced bordelon_alpha"
+"$py" "$src/test_report.py" outputs "$dir/bordelon_report" "$dir/bordelon.h5" depth_alpha.png || failures=$((failures + 1))
+"$py" "$src/test_report.py" depth "$dir/bordelon_report" "$dir/bordelon.h5" || failures=$((failures + 1))
+"$py" "$src/test_report.py" depth_theory || failures=$((failures + 1))
+
 # Every kind of figure and table.
 mpiexec --oversubscribe -n 2 "$bin" run "$src/specs/report_small.ini" -o "$dir/small.h5" --quiet \
   && ok "report_small sweep ran" || fail "report_small sweep"

@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from . import (figures, figures_diversity, figures_halving, figures_landscape, figures_newton, figures_vo23,
-               figures_weights, html, plot, tables)
+from . import (figures, figures_depth, figures_diversity, figures_halving, figures_landscape, figures_newton,
+               figures_vo23, figures_weights, html, plot, tables)
 from .groups import View
 from .load import Sweep
 from .plot import Scale
@@ -21,7 +21,8 @@ FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, 
            figures_weights.v24_scalars, figures_weights.gdpp_gamma,
            figures_weights.construction_heatmaps, figures_weights.weight_heatmaps, figures_landscape.landscape,
            figures_vo23.copy_analysis, figures_vo23.rollout, figures_weights.softmax_heads, figures_halving.halving,
-           figures_diversity.task_diversity, figures_diversity.context_curve, figures_newton.newton_similarity)
+           figures_diversity.task_diversity, figures_diversity.context_curve, figures_newton.newton_similarity,
+           figures_depth.depth_alpha)
 
 
 class Report:
