@@ -8,10 +8,10 @@ gives the loss (w - w_L)^T Sigma (w - w_L); with w ~ N(0, I):
   so loss / d -> the Marchenko-Pastur average of (1 - gamma lambda / L)^(2L) as d -> inf at alpha = n / d
   (`iso_loss`).  At alpha -> inf, S -> I and gamma = L gives 0 at every L: depth helps only while the
   context is limited.  FS likewise (Gamma = L Sigma^-1).
-- RRS (S -> O Lambda O^T, a new rotation O in every context): at alpha -> inf a Gamma that serves every
-  rotation is gamma I (the law is rotation invariant), so loss -> min over gamma of
-  sum_k lambda_k (1 - gamma lambda_k / L)^(2L) > 0, falling with L (`rotated_limit`): depth helps at any
-  context length.
+- RRS (S -> O Lambda O^T, a new rotation O in every context): at alpha -> inf, with Gamma = gamma I, loss ->
+  min over gamma of sum_k lambda_k (1 - gamma lambda_k / L)^(2L) > 0, falling with L (`rotated_limit`): depth
+  helps at any context length.  A non-symmetric Gamma can do better at L >= 8, so for the shared-Gamma class
+  these are upper bounds.
 Both objectives are convex in gamma (sums of convex (1 - c gamma)^(2L)), so their optimum is found exactly."""
 import numpy as np
 
@@ -59,7 +59,7 @@ def iso_loss(L, alpha, gamma=None):
 
 
 def rotated_limit(spectrum, L):
-    """(gamma*, loss) of the RRS reduced model at alpha -> inf: min over gamma of
+    """(gamma*, loss) of the RRS reduced model with Gamma = gamma I at alpha -> inf: min over gamma of
     sum_k lambda_k (1 - gamma lambda_k / L)^(2L), in our units (not divided by d)."""
     lam = np.asarray(spectrum, dtype=float)
 

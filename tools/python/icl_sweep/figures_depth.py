@@ -91,7 +91,7 @@ def _panel(r, ax, idx, title, rows):
         if setting == "RRS" and tied:
             limit = depth_theory.rotated_limit(_spectrum(p["cov"][idx[0]]), int(L))[1]
             ax.plot([alphas[-1] * 1.3, alphas[-1] * 2.0], r.scale(np.array([limit, limit])), color=style["color"],
-                    linewidth=2.5, label="reduced model, alpha -> inf (bar at the right)")
+                    linewidth=2.5, label="reduced model with gamma I, alpha -> inf (bar at the right)")
     ax.set_xscale("log")
     ax.set_yscale("log")
     plot.value_ticks(ax, alphas)
@@ -119,8 +119,8 @@ def depth_alpha(r):
              "the same evaluation tasks (dashed; in FS preconditioned by the true Sigma^-1), and the reduced model "
              "of Bordelon et al. (one preconditioner shared by the layers: param = sparse_a, tie = true) in the "
              "d -> inf limit at the same alpha (ISO, dotted; tools/python/icl_sweep/depth_theory.py) and at "
-             "alpha -> inf (RRS, bars at the right; in ISO and FS that limit is 0 at every depth). At small d and "
-             "large L the mean over contexts is ruled by the rare contexts whose top eigenvalue passes 2L / gamma, "
+             "alpha -> inf with Gamma = gamma I (RRS, bars at the right; 0 in ISO and FS at every depth). At small "
+             "d and large L the mean over contexts is ruled by the rare contexts whose top eigenvalue passes 2L / gamma, "
              "where L steps at one rate blow up; the theory is the d -> inf law, which the median follows first "
              "(depth_theory.iso_finite_d). " + r.scale.note, "layers")
     r.table("depth_alpha", "Loss against alpha per depth",
