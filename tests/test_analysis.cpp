@@ -313,6 +313,31 @@ TEST(Analysis, ContextCurveOfPlantedGdMatchesItsClosedForm) {
   EXPECT_FALSE(std::isnan(r.series["context_loss_ada_rr"][d]));
 }
 
+// The context curve reads a linear model's prefixes from each task's token Gram (gram.hpp) and runs any other
+// model on the prefixes themselves.  An act_clip far above every token makes the same model take the second
+// route: both give the same curve, for a 3-layer, 2-head model with full P, Q at 1/n, with a task pool (dMMSE
+// from the context's sums).
+TEST(Analysis, ContextCurveFromTheGramMatchesTheModelOnEveryPrefix) {
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"d", "3"}, {"n", "6"}, {"layers", "3"}, {"heads", "2"}, {"eval_tasks", "64"}, {"context_curve", "11"},
+      {"task_pool", "16"}, {"precision", "float64"}};
+  const Point gram = make_point(settings);
+  settings.push_back({"act_clip", "1e30"});
+  const Point run = make_point(settings);
+  const ParamLayout layout(gram);
+  std::vector<double> theta(layout.size());
+  rng_normals(rng_key(3, Stream::analysis), 0, theta.size(), theta.data());
+  for (double& x : theta) x *= 0.2;
+  Analysis a = analyse(gram, planted(layout, theta)), b = analyse(run, planted(layout, theta));
+  ASSERT_EQ(a.series["context_length"].size(), 11u);
+  for (const char* name : {"context_loss_tf", "se_context_loss_tf", "context_loss_gdpp", "context_loss_dmmse", "context_loss_bayes"})
+    for (int k = 0; k < 11; ++k) {
+      const double x = a.series[name][k], y = b.series[name][k];
+      EXPECT_NEAR(x, y, 1e-9 * std::fabs(y)) << name << " at length " << k + 1;
+    }
+  EXPECT_GT(std::fabs(a.series["context_loss_tf"][10] - a.series["context_loss_tf"][0]), 1e-3);   // it varies
+}
+
 TEST(Analysis, DistAndScalarOnPlantedPreconditioners) {
   EXPECT_NEAR(dist_to_identity(3.0 * Eigen::MatrixXd::Identity(4, 4)), 0.0, 1e-15);
   Eigen::MatrixXd M = Eigen::MatrixXd::Zero(2, 2);

@@ -73,26 +73,34 @@ TEST(Grid, LongestFirstOrder) {
 // cost quadratic in n_test, and the dMMSE baseline compares every task with the M pool tasks (M n d each).
 TEST(Grid, EstimateCountsContextCurveAndTaskPool) {
   Point p;
-  const double base = estimate_seconds(p);
-  auto with = [&](const char* option, const std::string& value) {
-    Point q = p;
+  auto with = [&](const char* option, const std::string& value, Point q) {
+    const double before = estimate_seconds(q);
     EXPECT_EQ(point_set(q, option, value), "");
     EXPECT_TRUE(point_validate(q).empty()) << option << " = " << value;
-    return estimate_seconds(q) - base;
+    return estimate_seconds(q) - before;
   };
-  // At least the trained model's forward pass on 2,000 tasks at every length 1..n_test.
+  // Linear attention reads each prefix from its token Gram: linear in n_test, at least a Gram model's pass
+  // (6 L H D^3) on 2,000 tasks at every length.
+  const double D = p.d + 1;
+  const double linear_1000 = with("context_curve", "1000", p), linear_2000 = with("context_curve", "2000", p);
+  EXPECT_GE(linear_2000, 2000 * 2000 * 6 * D * D * D / 5e10);
+  EXPECT_NEAR(linear_2000 / linear_1000, 2.0, 0.01);
+  // Softmax attention runs on every prefix: at least the trained model's forward pass on 2,000 tasks at every
+  // length 1..n_test, cubic in n_test (its scores are k x (k + 1) at length k; plus lower terms).
+  Point s = p;
+  EXPECT_EQ(point_set(s, "attention", "softmax"), "");
   double model = 0;
   for (int k = 1; k <= 2000; ++k) {
-    Point q = p;
+    Point q = s;
     q.n = k;
     model += 2000 * flops_per_task(q) / 3;
   }
-  const double curve_1000 = with("context_curve", "1000"), curve_2000 = with("context_curve", "2000");
+  const double curve_1000 = with("context_curve", "1000", s), curve_2000 = with("context_curve", "2000", s);
   EXPECT_GE(curve_2000, model / 5e10);
-  EXPECT_GT(curve_2000 / curve_1000, 3.8);   // quadratic in n_test (plus a linear part)
-  EXPECT_LT(curve_2000 / curve_1000, 4.05);
+  EXPECT_GT(curve_2000 / curve_1000, 7.8);
+  EXPECT_LT(curve_2000 / curve_1000, 8.05);
   // The pool: 2 M (n+1) d per task on the evaluation set, the pool's evaluation set and the noise-free sets.
-  const double pool_1 = with("task_pool", "100000"), pool_2 = with("task_pool", "200000");
+  const double pool_1 = with("task_pool", "100000", p), pool_2 = with("task_pool", "200000", p);
   EXPECT_GE(pool_1, 2 * p.eval_tasks * 2.0 * 1e5 * (p.n + 1) * p.d / 5e10);
   EXPECT_NEAR(pool_2 / pool_1, 2.0, 0.05);
 }

@@ -23,7 +23,7 @@ target=$2
 # the libraries they link, 110 s (test_model, test_data and test_params use test_util.hpp's make_point, so the
 # option table in run/, so every numerics room).  Left out: test_theory (117 s of training), test_vo23 (36 s),
 # test_analysis and test_gdpp (17 s each), test_options and test_alloc (no arithmetic of their own).
-tests=(test_lane_product test_blocks test_model test_transformer test_data test_params test_determinism)
+tests=(test_lane_product test_blocks test_model test_transformer test_data test_params test_determinism test_baselines)
 
 # qemu runs the aarch64 build's arithmetic 25-60 times slower than this machine runs x86-64-v2 code, so there
 # the heaviest cases are left out (gtest filters; the x86 builds run them).  Under qemu: test_model's gradient

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "icl/model/gram.hpp"
 #include "icl/model/model.hpp"
 #include "icl/model/model_ref.hpp"
 #include "icl/model/params.hpp"
@@ -210,6 +211,44 @@ TEST(Sensitivity, QueryGradientMatchesFiniteDifferences) {
   const double e = worst_rel(analytic, fd);
   std::printf("  sensitivity vs finite differences: worst relative error %.2e\n", e);
   EXPECT_LT(e, 1e-6);
+}
+
+// The Gram form (gram.hpp) against the frozen reference: every layer's readout from the context's token Gram
+// alone, for full P, Q with 2 heads, 3 layers and both normalisations, at several context lengths; a softmax
+// or clipped model is not of that form.
+TEST(GramForm, ReadoutsFromTheTokenGramMatchTheReference) {
+  for (const char* norm : {"1/n", "1"})
+    for (int n : {1, 4, 13}) {
+      const Point p = test::make_point({{"d", "4"}, {"n", std::to_string(n)}, {"layers", "3"}, {"heads", "2"},
+                                        {"norm", norm}, {"precision", "float64"}});
+      const ModelShape shape = model_shape(p);
+      ASSERT_TRUE(gram_form(shape));
+      const int D = p.d + 1;
+      const ParamLayout layout(p);
+      const std::vector<double> theta = random_theta(layout, 0.3, 5);
+      std::vector<double> P(layout.PQ_size()), Q(layout.PQ_size());
+      layout.expand(theta.data(), P.data(), Q.data());
+      std::vector<Eigen::MatrixXd> Pm, Qm;
+      for (int k = 0; k < p.layers * p.heads; ++k) {
+        Pm.push_back(Eigen::Map<const Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(P.data() + k * D * D, D, D));
+        Qm.push_back(Eigen::Map<const Eigen::Matrix<double, -1, -1, Eigen::RowMajor>>(Q.data() + k * D * D, D, D));
+      }
+      const TaskBatch<double> batch = make_batch<double>(p, 3);
+      for (int t = 0; t < 3; ++t) {
+        const Eigen::MatrixXd Z = task_Z(batch, t), context = Z.leftCols(n);
+        const Eigen::VectorXd want = ref_forward(shape, Pm, Qm, Z);
+        const Eigen::VectorXd got = gram_forward(shape, P.data(), Q.data(), context * context.transpose(), Z.col(n));
+        for (int l = 0; l < p.layers; ++l)
+          EXPECT_NEAR(got(l), want(l), 1e-11 * (1 + std::fabs(want(l)))) << "norm " << norm << ", n = " << n << ", layer " << l;
+        EXPECT_GT(std::fabs(want(2) - want(0)), 1e-4);   // the layers act
+      }
+    }
+  ModelShape softmax;
+  softmax.attention = Attention::softmax;
+  ModelShape clipped;
+  clipped.act_clip = 10;
+  EXPECT_FALSE(gram_form(softmax));
+  EXPECT_FALSE(gram_form(clipped));
 }
 
 // act_clip bounds every token after every layer and is active in the clip cases above (so their

@@ -16,6 +16,7 @@
 #include "icl/analysis/gdpp.hpp"
 #include "icl/analysis/metrics.hpp"
 #include "icl/base/cancel.hpp"
+#include "icl/model/gram.hpp"
 #include "icl/model/model.hpp"
 #include "icl/model/params.hpp"
 #include "icl/model/transformer.hpp"
@@ -58,16 +59,40 @@ struct TaskSet {
   std::vector<double> dmmse;
 };
 
-// x -> Wp x makes w ~ N(0, I); x -> Wi x makes x ~ N(0, I) (empty: the identity).
+// A basis x -> W x, or x -> c x where W is empty (a multiple of the identity: the raw spectra scaled, s c^2,
+// b c, z c, without other eigendecompositions).
+struct Basis {
+  Eigen::MatrixXd W;
+  double c = 1.0;
+  bool identity() const { return W.size() == 0 && c == 1.0; }
+  // A task's context sums (TaskSpectra::add_sums) into `batch`: with a matrix W only.
+  void add(TaskSpectra& batch, const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n,
+           const Eigen::VectorXd& xq) const {
+    if (W.size()) batch.add_sums(W * XXt * W.transpose(), W * Xy, yy, n, W * xq);
+  }
+  std::vector<TaskSpectrum> spectra(TaskSpectra& batch, const std::vector<TaskSpectrum>& raw) const {
+    if (W.size()) return batch.take();
+    std::vector<TaskSpectrum> out = raw;
+    if (c != 1.0)
+      for (TaskSpectrum& t : out) {
+        t.s *= c * c;
+        t.b *= c;
+        t.z *= c;
+      }
+    return out;
+  }
+};
+
+// Wp makes w ~ N(0, I); Wi makes x ~ N(0, I) (an isotropic Sigma: a scalar).
 struct Bases {
-  Eigen::MatrixXd Wp, Wi;
+  Basis Wp, Wi;
 };
 
 Bases make_bases(const TaskLaw& law) {
   Bases b;
-  if (law.w_half.size()) b.Wp = law.w_half.transpose();
-  if (law.Sigma_half.size()) b.Wi = law.Sigma_half.inverse();
-  else if (std::fabs(law.Sigma(0, 0) - 1.0) > 1e-12) b.Wi = Eigen::MatrixXd::Identity(law.d, law.d) / std::sqrt(law.Sigma(0, 0));
+  if (law.w_half.size()) b.Wp.W = law.w_half.transpose();
+  if (law.Sigma_half.size()) b.Wi.W = law.Sigma_half.inverse();
+  else if (std::fabs(law.Sigma(0, 0) - 1.0) > 1e-12) b.Wi.c = 1 / std::sqrt(law.Sigma(0, 0));
   return b;
 }
 
@@ -81,34 +106,60 @@ void noise_prior(const TaskLaw& law, std::vector<double>* sigma, std::vector<dou
   weight->assign(sigma->size(), 1.0 / std::max<size_t>(sigma->size(), 1));
 }
 
+// The dMMSE prior of a law with a pool (pool_law): its columns and noise law.
+struct PoolPrior {
+  const Eigen::MatrixXd& pool;
+  std::vector<double> sigma, weight;
+  explicit PoolPrior(const TaskLaw& law) : pool(law.pool) {
+    noise_prior(law, &sigma, &weight);
+    if (sigma.empty()) {   // noiseless: noise_prior's floor
+      sigma = {1e-6};
+      weight = {1.0};
+    }
+  }
+};
+
+// A TaskSet built a task at a time from each context's sums (X X^T, X y, |y|^2, n) and query: all its spectra
+// need (TaskSpectra::add_sums); dMMSE, when there is a pool, is the caller's.
+struct TaskSetBuilder {
+  const Bases& bases;
+  TaskSet s;
+  TaskSpectra raw, prior, input;
+  explicit TaskSetBuilder(const Bases& b) : bases(b) {}
+  void add(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq,
+           double y_query, double sigma) {
+    s.y.push_back(y_query);
+    s.sigma.push_back(sigma);
+    raw.add_sums(XXt, Xy, yy, n, xq);
+    bases.Wp.add(prior, XXt, Xy, yy, n, xq);
+    bases.Wi.add(input, XXt, Xy, yy, n, xq);
+  }
+  TaskSet take() {
+    s.raw = raw.take();
+    s.prior = bases.Wp.spectra(prior, s.raw);
+    s.input = bases.Wi.spectra(input, s.raw);
+    return std::move(s);
+  }
+};
+
 // `pool`: a law with a pool (pool_law), whose columns and noise law make the dMMSE prior; null: no dMMSE.
 template <class T>
 TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* pool, const std::atomic<bool>* stop) {
-  TaskSet s;
-  std::vector<double> pool_sigma, pool_weight;
-  if (pool) {
-    noise_prior(*pool, &pool_sigma, &pool_weight);
-    if (pool_sigma.empty()) {   // noiseless: noise_prior's floor
-      pool_sigma = {1e-6};
-      pool_weight = {1.0};
-    }
-  }
+  std::optional<PoolPrior> prior;
+  if (pool) prior.emplace(*pool);
+  TaskSetBuilder s(bases);
   const int n = batch.n;
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
   for (int t = 0; t < batch.B; ++t) {
-    check_stop(stop);   // per task: three spectra and, with a pool, dMMSE against all M pool tasks
+    check_stop(stop);   // per task: its reductions to tridiagonal form and, with a pool, dMMSE against all M pool tasks
     batch_task(batch, t, &X, &y);
     const Eigen::MatrixXd Xc = X.leftCols(n);
     const Eigen::VectorXd yc = y.head(n), xq = X.col(n);
-    s.y.push_back(y(n));
-    s.sigma.push_back(batch.sigma[t]);
-    s.raw.push_back(task_spectrum(Xc, yc, xq));
-    s.prior.push_back(bases.Wp.size() ? task_spectrum(bases.Wp * Xc, yc, bases.Wp * xq) : s.raw.back());
-    s.input.push_back(bases.Wi.size() ? task_spectrum(bases.Wi * Xc, yc, bases.Wi * xq) : s.raw.back());
-    if (pool) s.dmmse.push_back(predict_dmmse(Xc, yc, xq, pool->pool, pool_sigma, pool_weight));
+    s.add(Xc * Xc.transpose(), Xc * yc, yc.squaredNorm(), n, xq, y(n), batch.sigma[t]);
+    if (prior) s.s.dmmse.push_back(predict_dmmse(Xc, yc, xq, prior->pool, prior->sigma, prior->weight));
   }
-  return s;
+  return s.take();
 }
 
 template <class F>
@@ -410,7 +461,7 @@ template <class T>
 Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& out, const std::atomic<bool>* stop) {
   Tuning t;
   const TaskBatch<T> tune = draw<T>(law, p.seed, draws::tune_closed_form, kTuneTasks);   // in the point's precision
-  t.closed_form = tune_baselines(p, law, task_set(tune, bases, nullptr, stop), bases.Wi.size() > 0, stop);
+  t.closed_form = tune_baselines(p, law, task_set(tune, bases, nullptr, stop), !bases.Wi.identity(), stop);
   const Tuned& cf = t.closed_form;
   const GdppTasks tune_model = gdpp_tasks(draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks)),
                   validation = gdpp_tasks(draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks));
@@ -685,28 +736,88 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m,
   }
 }
 
-// Loss against context length (context_curve = n_test; Garg et al. 2022's curves): every method on
-// AnalysisSets::context fresh tasks of each length 1..n_test, the trained weights and the tuned baselines as
-// they are (nothing retuned per length; the ridge family and Bayes need no tuning, dMMSE with a pool).
+// The tasks of `set` cut to their first k context tokens and their query.
+template <class T>
+TaskBatch<T> prefix(const TaskBatch<T>& set, int k) {
+  TaskBatch<T> out;
+  out.resize(set.B, set.d, k);
+  const size_t D = set.d + 1, N = set.n + 1, Nk = k + 1;
+  for (size_t c = 0; c < static_cast<size_t>(set.chunks); ++c)
+    for (size_t i = 0; i < D; ++i)
+      for (size_t j = 0; j < Nk; ++j) out.Z[(c * D + i) * Nk + j] = set.Z[(c * D + i) * N + (j < Nk - 1 ? j : N - 1)];
+  out.y = set.y;
+  out.mask = set.mask;
+  out.sigma = set.sigma;
+  out.w = set.w;
+  return out;
+}
+
+// The final readouts of `w` on the prefixes of length k of `set`: from each task's token Gram `G` when the model
+// is of the Gram form (gram.hpp), else by running it on the prefixes (built once a length, in `cut`).
+template <class T>
+std::vector<double> readouts_at(const Weights<T>& w, const TaskBatch<T>& set, int k, const std::vector<Eigen::MatrixXd>& G,
+                                const std::vector<Eigen::VectorXd>& zq, std::optional<TaskBatch<T>>& cut,
+                                const std::atomic<bool>* stop) {
+  if (!w.transformer && gram_form(w.shape)) {
+    const std::vector<double> P(w.P.begin(), w.P.end()), Q(w.Q.begin(), w.Q.end());
+    std::vector<double> yhat(set.B);
+    for (int t = 0; t < set.B; ++t) yhat[t] = gram_forward(w.shape, P.data(), Q.data(), G[t], zq[t])(w.shape.layers - 1);
+    return yhat;
+  }
+  if (!cut) cut = prefix(set, k);
+  return run_model(w, *cut, false, stop).final();
+}
+
+// Loss against context length (context_curve = C; Garg et al. 2022's curves): every method at every length
+// k = 1..C on the prefixes of one set of AnalysisSets::context tasks of length C (each task's first k context
+// tokens and its query), the trained weights and the tuned baselines as they are (nothing retuned per length;
+// the ridge family and Bayes need no tuning, dMMSE with a pool).  Linear in C: each task's token Gram (whose
+// blocks are X X^T, X y and |y|^2) grows a token a length, and the baselines, dMMSE and every model of the
+// Gram form (linear attention without a clip) read it; another model (softmax or mixed attention, a clip,
+// the transformer) runs on each prefix, quadratic in C as its own attention is.
 template <class T>
 void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
                    const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
   Named S(out.series);
-  for (int k = 1; k <= p.context_curve; ++k) {
-    check_stop(stop);   // per context length: its set, the model runs and the baselines' task set
-    TaskLaw lk = law;
-    lk.n = k;
-    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::context_length(k), AnalysisSets::context);
-    const std::vector<double> y = labels(set);
+  const int C = p.context_curve, d = p.d, D = d + 1;
+  TaskLaw lC = law;
+  lC.n = C;
+  const TaskBatch<T> set = draw<T>(lC, p.seed, draws::context_length(C), AnalysisSets::context);
+  const std::vector<double> y = labels(set);
+  std::optional<PoolPrior> prior;
+  if (pool) prior.emplace(*pool);
+  auto token = [&](int i, int j) {   // token j of task i: (x_j, y_j), the query (x_q, 0)
+    Eigen::VectorXd z(D);
+    const Lane<T>* Z = set.chunk_Z(i / kLanes<T>);
+    for (int r = 0; r < D; ++r) z(r) = static_cast<double>(Z[r * (C + 1) + j][i % kLanes<T>]);
+    return z;
+  };
+  std::vector<Eigen::MatrixXd> G(set.B, Eigen::MatrixXd::Zero(D, D));
+  std::vector<Eigen::VectorXd> zq(set.B);
+  for (int i = 0; i < set.B; ++i) zq[i] = token(i, C);
+  for (int k = 1; k <= C; ++k) {
+    check_stop(stop);   // per context length: the Grams, the models and the baselines' task set
+    for (int i = 0; i < set.B; ++i) {
+      const Eigen::VectorXd z = token(i, k - 1);
+      G[i].noalias() += z * z.transpose();
+    }
     Point pk = p;
     pk.n = k;
     const Models<T> mk = at_length(p, m, k);
-    const std::vector<double> tf = run_model(mk.tf, set, false, stop).final();
+    std::optional<TaskBatch<T>> cut;
+    const std::vector<double> tf = readouts_at(mk.tf, set, k, G, zq, cut, stop);
     S[Metric::context_length].push_back(k);
     S[{Family::context_loss, Method::tf}].push_back(mse(tf, y));
     S[Metric::se_context_loss_tf].push_back(paired_se(tf, {}, y));
-    S[{Family::context_loss, Method::gdpp}].push_back(mse(run_model(mk.gdpp, set, false, stop).final(), y));
-    const Losses base = baseline_losses(pk, task_set(set, bases, pool, stop), t.closed_form, true);
+    S[{Family::context_loss, Method::gdpp}].push_back(mse(readouts_at(mk.gdpp, set, k, G, zq, cut, stop), y));
+    TaskSetBuilder ts(bases);
+    for (int i = 0; i < set.B; ++i) {
+      const Eigen::MatrixXd XXt = G[i].topLeftCorner(d, d);
+      const Eigen::VectorXd Xy = G[i].col(d).head(d), xq = zq[i].head(d);
+      ts.add(XXt, Xy, G[i](d, d), k, xq, y[i], set.sigma[i]);
+      if (prior) ts.s.dmmse.push_back(predict_dmmse_sums(XXt, Xy, G[i](d, d), k, xq, prior->pool, prior->sigma, prior->weight));
+    }
+    const Losses base = baseline_losses(pk, ts.take(), t.closed_form, true);
     for (const auto& [name, v] : base.loss) {
       auto& s = S[{Family::context_loss, name}];
       s.resize(k - 1, kNaN);   // AdaRR and TunedRR start at n > d

@@ -1,6 +1,7 @@
 // Derivations in baselines.hpp.  Eigenvalues below kRankTol * max(s) count as zero (pseudo-inverse).
 #include "icl/analysis/baselines.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -8,17 +9,6 @@
 namespace icl {
 namespace {
 constexpr double kRankTol = 1e-10;
-}
-
-TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq) {
-  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(X * X.transpose());
-  TaskSpectrum t;
-  t.s = es.eigenvalues().cwiseMax(0.0);
-  t.b = es.eigenvectors().transpose() * (X * y);
-  t.z = es.eigenvectors().transpose() * xq;
-  t.yy = y.squaredNorm();
-  t.n = static_cast<int>(y.size());
-  return t;
 }
 
 double predict_ridge(const TaskSpectrum& t, double lambda) {
@@ -112,16 +102,42 @@ double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, co
   return yhat / norm;
 }
 
-double predict_dmmse(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq,
-                     const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight) {
-  const Eigen::VectorXd rss = ((pool.transpose() * X).rowwise() - y.transpose()).rowwise().squaredNorm();   // M
-  const Eigen::VectorXd pred = pool.transpose() * xq;                                                     // M
-  const double n = static_cast<double>(y.size());
+namespace {
+
+// dMMSE's posterior mean from each pool task's residual sum of squares `rss` and prediction `pred` (M each).
+double dmmse_posterior(const Eigen::VectorXd& rss, const Eigen::VectorXd& pred, double n, const std::vector<double>& sigma,
+                       const std::vector<double>& weight) {
   Eigen::MatrixXd logp(rss.size(), sigma.size());
   for (size_t k = 0; k < sigma.size(); ++k)
     logp.col(k) = (std::log(weight[k]) - n * std::log(sigma[k])) - rss.array() / (2 * sigma[k] * sigma[k]);
   const Eigen::MatrixXd p = (logp.array() - logp.maxCoeff()).exp();
   return (p.transpose() * pred).sum() / p.sum();
+}
+
+}  // namespace
+
+double predict_dmmse(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq,
+                     const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight) {
+  // Each pool task's labels for the context, 256 pool tasks at a time (their block stays in cache), and their
+  // squared residuals summed a context column at a time (contiguous).
+  const Eigen::Index M = pool.cols(), block = 256;
+  Eigen::VectorXd rss(M);
+  Eigen::MatrixXd fit;
+  for (Eigen::Index m0 = 0; m0 < M; m0 += block) {
+    const Eigen::Index b = std::min(block, M - m0);
+    fit.noalias() = pool.middleCols(m0, b).transpose() * X;
+    auto r = rss.segment(m0, b).array();
+    r.setZero();
+    for (int j = 0; j < X.cols(); ++j) r += (fit.col(j).array() - y(j)).square();
+  }
+  return dmmse_posterior(rss, pool.transpose() * xq, static_cast<double>(y.size()), sigma, weight);
+}
+
+double predict_dmmse_sums(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq,
+                          const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight) {
+  const Eigen::VectorXd quad = (pool.array() * (XXt * pool).array()).colwise().sum().transpose();
+  const Eigen::VectorXd rss = ((yy - 2 * (pool.transpose() * Xy).array()) + quad.array()).cwiseMax(0.0);
+  return dmmse_posterior(rss, pool.transpose() * xq, n, sigma, weight);
 }
 
 double minimise_log(const std::function<double(double)>& f, double lo, double hi, int grid) {

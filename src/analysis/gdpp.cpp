@@ -1,4 +1,4 @@
-// GD++ tuning (gdpp.hpp).  The loss is GD++ on each task's spectrum (gdpp_predict), with its exact
+// GD++ tuning (gdpp.hpp).  The loss is GD++ on each task's spectrum (gdpp_predict, kLanes tasks at a time), with its exact
 // gradient by reverse mode; the gdpp transformer computes the same function (gdpp_loss_transformer).
 // Minimisation: BFGS on z = (eta, gamma) / eta_gd (both act as rates on sums over the context, so one
 // unit serves both), backtracking line search with the Armijo condition f(z + t u) <= f + 1e-4 t g.u,
@@ -32,63 +32,91 @@ ModelShape gdpp_shape(const TaskBatch<double>& set, int K) {
   return s;
 }
 
-// One task's K-step GD++ prediction from its spectrum (gdpp.hpp) and, with dy != nullptr, d yhat /
-// d(eta_l, gamma_l) into dy[2l], dy[2l+1] by reverse mode over the stored steps.  `state`: scratch of
-// 3 (K + 1) d values, (s, b, z) before each step and then their adjoints, reused across tasks.
-double gdpp_predict(const TaskSpectrum& t, const double* eta, const double* gamma, int K, double* dy,
-                    std::vector<double>& state) {
-  const int d = static_cast<int>(t.s.size());
-  state.resize(static_cast<size_t>(3) * (K + 1) * d);
-  double yhat = 0.0;
-  for (int i = 0; i < d; ++i) {
-    state[i] = t.s(i);
-    state[d + i] = t.b(i);
-    state[2 * d + i] = t.z(i);
+// The tuning set in blocks of kLanes tasks, a block's entry i of every task side by side ([i * kLanes + lane]),
+// so that the loops over a block's lanes vectorise; the last block is padded with empty tasks (s = b = z = 0).
+constexpr int kLanes = 8;   // one 512-bit register of doubles, two of 256 bits
+
+struct GdppBlocks {
+  int d = 0;
+  size_t tasks = 0;
+  std::vector<double> s, b, z;   // per block d * kLanes each
+  explicit GdppBlocks(const GdppTasks& set) : d(set.spectra.empty() ? 0 : static_cast<int>(set.spectra[0].s.size())), tasks(set.y.size()) {
+    const size_t size = (tasks + kLanes - 1) / kLanes * kLanes * d;
+    s.assign(size, 0.0);
+    b.assign(size, 0.0);
+    z.assign(size, 0.0);
+    for (size_t t = 0; t < tasks; ++t)
+      for (int i = 0; i < d; ++i) {
+        const size_t at = (t / kLanes * d + i) * kLanes + t % kLanes;
+        s[at] = set.spectra[t].s(i);
+        b[at] = set.spectra[t].b(i);
+        z[at] = set.spectra[t].z(i);
+      }
   }
+};
+
+// K-step GD++ predictions of block k's tasks from their spectra (gdpp.hpp) into yhat[lane] and, with
+// dy != nullptr, d yhat / d(eta_l, gamma_l) into dy[2l * kLanes + lane], dy[(2l + 1) * kLanes + lane] by
+// reverse mode over the stored steps.  Each lane is one task's arithmetic in one task's order, so a task's
+// values do not depend on its block.  `state`: scratch of 3 (K + 1) d kLanes values, (s, b, z) before each
+// step and then their adjoints.
+void gdpp_predict(const GdppBlocks& set, size_t k, const double* eta, const double* gamma, int K, double* yhat,
+                  double* dy, std::vector<double>& state) {
+  const size_t D = static_cast<size_t>(set.d) * kLanes;
+  state.resize(3 * (K + 1) * D);
+  std::copy_n(&set.s[k * D], D, &state[0]);
+  std::copy_n(&set.b[k * D], D, &state[D]);
+  std::copy_n(&set.z[k * D], D, &state[2 * D]);
+  std::fill_n(yhat, kLanes, 0.0);
   for (int l = 0; l < K; ++l) {
-    const double* s = &state[3 * l * d];
-    double r = 0.0;
-    for (int i = 0; i < d; ++i) r += s[d + i] * s[2 * d + i];
-    yhat += eta[l] * r;
+    const double* s = &state[3 * l * D];
+    double r[kLanes] = {};
+    for (size_t i = 0; i < D; i += kLanes)
+#pragma GCC ivdep
+      for (int j = 0; j < kLanes; ++j) r[j] += s[D + i + j] * s[2 * D + i + j];
+    for (int j = 0; j < kLanes; ++j) yhat[j] += eta[l] * r[j];
     if (l + 1 == K) break;
-    double* next = &state[3 * (l + 1) * d];
-    for (int i = 0; i < d; ++i) {
+    double* next = &state[3 * (l + 1) * D];   // the regions of `state` do not overlap: ivdep
+#pragma GCC ivdep
+    for (size_t i = 0; i < D; ++i) {
       const double u = 1.0 - gamma[l] * s[i], v = 1.0 - eta[l] * s[i];
       next[i] = s[i] * u * u;
-      next[d + i] = u * v * s[d + i];
-      next[2 * d + i] = u * s[2 * d + i];
+      next[D + i] = u * v * s[D + i];
+      next[2 * D + i] = u * s[2 * D + i];
     }
   }
-  if (!dy) return yhat;
+  if (!dy) return;
   // Adjoints of (s, b, z) before step l+1, carried down to step l.
-  double* as = &state[static_cast<size_t>(3) * K * d];
-  double* ab = as + d;
-  double* az = ab + d;
-  std::fill(as, as + 3 * d, 0.0);
+  double* as = &state[3 * K * D];
+  double* ab = as + D;
+  double* az = ab + D;
+  std::fill(as, as + 3 * D, 0.0);
   for (int l = K - 1; l >= 0; --l) {
-    const double* s = &state[3 * l * d];
-    double de = 0.0, dg = 0.0;
-    for (int i = 0; i < d; ++i) {
-      const double si = s[i], bi = s[d + i], zi = s[2 * d + i];
-      const double u = 1.0 - gamma[l] * si, v = 1.0 - eta[l] * si;
-      de += bi * zi - ab[i] * u * si * bi;
-      dg -= si * (ab[i] * v * bi + az[i] * zi + 2.0 * as[i] * u * si);
-      const double as_new = ab[i] * bi * (-gamma[l] * v - eta[l] * u) - az[i] * zi * gamma[l] + as[i] * (u * u - 2.0 * gamma[l] * si * u);
-      ab[i] = eta[l] * zi + ab[i] * u * v;
-      az[i] = eta[l] * bi + az[i] * u;
-      as[i] = as_new;
-    }
-    dy[2 * l] = de;
-    dy[2 * l + 1] = dg;
+    const double* s = &state[3 * l * D];
+    double de[kLanes] = {}, dg[kLanes] = {};
+    for (size_t i0 = 0; i0 < D; i0 += kLanes)
+#pragma GCC ivdep
+      for (int j = 0; j < kLanes; ++j) {
+        const size_t i = i0 + j;
+        const double si = s[i], bi = s[D + i], zi = s[2 * D + i];
+        const double u = 1.0 - gamma[l] * si, v = 1.0 - eta[l] * si;
+        de[j] += bi * zi - ab[i] * u * si * bi;
+        dg[j] -= si * (ab[i] * v * bi + az[i] * zi + 2.0 * as[i] * u * si);
+        const double as_new = ab[i] * bi * (-gamma[l] * v - eta[l] * u) - az[i] * zi * gamma[l] + as[i] * (u * u - 2.0 * gamma[l] * si * u);
+        ab[i] = eta[l] * zi + ab[i] * u * v;
+        az[i] = eta[l] * bi + az[i] * u;
+        as[i] = as_new;
+      }
+    std::copy_n(de, kLanes, &dy[2 * l * kLanes]);
+    std::copy_n(dg, kLanes, &dy[(2 * l + 1) * kLanes]);
   }
-  return yhat;
 }
 
 // The loss as a function of x = (eta_b, gamma_b) per block b (K blocks, or 1 when tied).
 class GdppLoss {
  public:
   GdppLoss(const GdppTasks& set, int K, bool tied, const std::atomic<bool>* stop = nullptr)
-      : set_(set), stop_(stop), K_(K), tied_(tied), eta_(K), gamma_(K), dy_(2 * K) {}
+      : set_(set), blocks_(set), stop_(stop), K_(K), tied_(tied), eta_(K), gamma_(K), dy_(2 * K * kLanes) {}
   int size() const { return tied_ ? 2 : 2 * K_; }
   // One pass over the set; the stop flag is polled before each (cancel.hpp).
   double operator()(const std::vector<double>& x, std::vector<double>* grad) {
@@ -98,16 +126,19 @@ class GdppLoss {
       gamma_[l] = x[tied_ ? 1 : 2 * l + 1];
     }
     if (grad) grad->assign(size(), 0.0);
-    double sum = 0.0;
+    double sum = 0.0, yhat[kLanes];
     const size_t B = set_.y.size();
-    for (size_t t = 0; t < B; ++t) {
-      const double e = gdpp_predict(set_.spectra[t], eta_.data(), gamma_.data(), K_, grad ? dy_.data() : nullptr, state_) - set_.y[t];
-      sum += e * e;
-      if (grad)
-        for (int l = 0; l < K_; ++l) {
-          (*grad)[tied_ ? 0 : 2 * l] += 2.0 * e * dy_[2 * l];
-          (*grad)[tied_ ? 1 : 2 * l + 1] += 2.0 * e * dy_[2 * l + 1];
-        }
+    for (size_t k = 0; k * kLanes < B; ++k) {
+      gdpp_predict(blocks_, k, eta_.data(), gamma_.data(), K_, yhat, grad ? dy_.data() : nullptr, state_);
+      for (size_t j = 0, t = k * kLanes; j < kLanes && t < B; ++j, ++t) {   // task by task, in order
+        const double e = yhat[j] - set_.y[t];
+        sum += e * e;
+        if (grad)
+          for (int l = 0; l < K_; ++l) {
+            (*grad)[tied_ ? 0 : 2 * l] += 2.0 * e * dy_[2 * l * kLanes + j];
+            (*grad)[tied_ ? 1 : 2 * l + 1] += 2.0 * e * dy_[(2 * l + 1) * kLanes + j];
+          }
+      }
     }
     if (grad)
       for (double& g : *grad) g /= static_cast<double>(B);
@@ -117,6 +148,7 @@ class GdppLoss {
 
  private:
   const GdppTasks& set_;
+  const GdppBlocks blocks_;
   const std::atomic<bool>* stop_;
   int K_;
   bool tied_;
@@ -239,11 +271,13 @@ GdppTasks gdpp_tasks(const TaskBatch<double>& set) {
   GdppTasks out;
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
+  TaskSpectra spectra;
   for (int t = 0; t < set.B; ++t) {
     batch_task(set, t, &X, &y);
-    out.spectra.push_back(task_spectrum(X.leftCols(set.n), y.head(set.n), X.col(set.n)));
+    spectra.add(X.leftCols(set.n), y.head(set.n), X.col(set.n));
     out.y.push_back(y(set.n));
   }
+  out.spectra = spectra.take();
   return out;
 }
 

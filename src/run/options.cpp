@@ -579,7 +579,7 @@ std::vector<OptionDef> make_table() {
       &Point::rollout_damping, 0.0, true));
   t.push_back(real_option("ridge_lambda", "lambda of the fixed-lambda ridge baseline", &Point::ridge_lambda, 0.0, true));
   t.push_back(int_option("context_curve", "loss against context length: the trained model and every baseline on "
-      "fresh tasks of each context length 1..n_test (may exceed n; 2,000 tasks each), as Garg et al. 2022 plot "
+      "the prefixes of length 1..n_test (may exceed n) of 2,000 tasks of length n_test, as Garg et al. 2022 plot "
       "it (0 = off)", &Point::context_curve, 0, 1 << 20));
   t.push_back(scoped({Arch::lsa, {}}, landscape_option()));
   t.push_back(int_option("hessian_tasks", "size of the fixed landscape set, the same for every point (seed and "

@@ -9,6 +9,7 @@
 
 #include "icl/analysis/analysis.hpp"
 #include "icl/base/rng.hpp"
+#include "icl/model/gram.hpp"
 #include "icl/model/model.hpp"
 #include "icl/model/params.hpp"
 #include "icl/run/options.hpp"
@@ -44,6 +45,19 @@ double set_task_flops(const Point& p, int m, bool with_pool) {
   return flops_per_task(q) / 3 + 2 * reference_flops(p, p.layers, m) / 3 + spectra + dmmse;
 }
 
+// context_curve's work per task at length m (analysis.cpp): the token Gram's update, the spectra of its sums
+// in up to three bases, dMMSE from the sums (M d^2), GD++ and the trained model from the Gram (O(L H D^3),
+// gram.hpp) or, for a model not of that form (softmax or mixed attention, a clip, the transformer), run
+// on the prefix of length m.
+double curve_task_flops(const Point& p, int m) {
+  const double d = p.d, D = d + 1, M = static_cast<double>(p.task_pool), L = p.layers, H = p.heads;
+  const double sums = 2 * D * D + 3 * (30 * d * d * d) + (M > 0 ? 2 * M * d * d + 30 * M : 0.0) + L * 6 * D * D * D;
+  Point q = p;
+  q.n = m;
+  const bool gram = p.arch == Arch::lsa && gram_form(model_shape(p));
+  return sums + (gram ? L * H * 6 * D * D * D : flops_per_task(q) / 3);
+}
+
 // sum_{m=1}^{C} f(m) for f a polynomial of degree <= 2 in m (every cost above is: scores are m x (m+1)),
 // in closed form from f(1), f(2), f(3), so context_curve = 2^20 costs three evaluations.
 template <class F>
@@ -64,7 +78,7 @@ double sum_over_lengths(F f, double C) {
 // model and three references with their input gradients, the per-K references, spectra and dMMSE,
 // Newton's 65 steps), the pool's evaluation set, 8 noise levels and 8 out-of-distribution sets of 1,000
 // tasks (3 at lengths n/2, n, 2n), the roll-out, and context_curve's 2,000 tasks at every length
-// 1..n_test: quadratic in n_test.
+// 1..n_test: linear in n_test, but for a model not of the Gram form (quadratic).
 double analysis_flops(const Point& p) {
   const int L = p.layers, n = p.n;
   const double d = p.d, E = p.eval_tasks, per_task = flops_per_task(p), ref = reference_flops(p, L, n);
@@ -91,7 +105,7 @@ double analysis_flops(const Point& p) {
     rollout = E * (flops_per_task(q) + reference_flops(p, p.rollout, n)) / 3;
   }
   const double curve = p.context_curve > 0 ? AnalysisSets::context * sum_over_lengths([&](int m) {
-    return set_task_flops(p, m, true);
+    return curve_task_flops(p, m);
   }, p.context_curve) : 0.0;
   return tuning + evaluation + pool + noise + ood + rollout + curve;
 }

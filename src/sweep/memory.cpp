@@ -16,6 +16,7 @@
 
 #include "icl/analysis/analysis.hpp"
 #include "icl/analysis/landscape.hpp"
+#include "icl/model/gram.hpp"
 #include "icl/model/transformer.hpp"
 #include "icl/train/train.hpp"
 
@@ -109,13 +110,17 @@ PointMemory estimate_memory(const Point& p) {
     const double pool = M > 0 ? 8 * M * (d + n + 2 * std::max<double>(p.noise_sigma.size(), 64) + 2) +
                                     batch_bytes(E, d, n, s) + spectra_bytes(E, d) + E * 8
                               : 0;
-    // context_curve: one set at a time, the longest last, with its spectra and the model at that length.
+    // context_curve: its set of the longest length, each task's token Gram, one length's spectra; for a model
+    // not of the Gram form (gram.hpp) a prefix of the set and the model at that length too.
     const double nc = p.context_curve, C = AnalysisSets::context;
     Point long_point = p;
     long_point.n = std::max(p.context_curve, 1);
-    const double context = nc > 0 ? batch_bytes(C, d, nc, s) + spectra_bytes(C, d) + 4 * C * 8 +
-                                         (p.arch == Arch::transformer ? transformer_bytes(long_point, s)
-                                                                      : model_bytes(L, H, d, nc, softmax, s))
+    const bool gram = p.arch == Arch::lsa && gram_form(model_shape(p));
+    const double context = nc > 0 ? batch_bytes(C, d, nc, s) + spectra_bytes(C, d) + 4 * C * 8 + C * (d + 1.0) * (d + 1) * 8 +
+                                         (gram ? 0.0
+                                               : batch_bytes(C, d, nc, s) + (p.arch == Arch::transformer
+                                                                                 ? transformer_bytes(long_point, s)
+                                                                                 : model_bytes(L, H, d, nc, softmax, s)))
                                    : 0;
     m.analysis = tune + std::max(spectra_bytes(kTuneTasks, d), spectra_bytes(E, d) + readouts + pool + std::max(ood, context));
   }

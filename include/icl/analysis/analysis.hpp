@@ -24,7 +24,7 @@ namespace icl {
 // closed-form tuning, GD++ tuning and its validation (both double), per noise level, per OOD setting.
 struct AnalysisSets {
   static constexpr int tune = 16000, tune_model = 2000, gdpp_validation = 10000, noise = 1000, ood = 1000,
-                       context = 2000;   // per context length of context_curve
+                       context = 2000;   // context_curve's set (of length n_test; every length is its prefixes)
 };
 
 // Runs every analysis on `trained` (status ok) of point p, on the same evaluation set as training (redrawn

@@ -24,8 +24,28 @@ struct TaskSpectrum {
   int n = 0;
 };
 
-// X: d x n context inputs, y: n labels, xq: the query, all already in the chosen basis.
+// X: d x n context inputs, y: n labels, xq: the query, all already in the chosen basis (src/analysis/spectra.cpp).
 TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);
+
+// The same for many tasks of one d: add() reduces a task to tridiagonal form, take() finishes every task
+// added since the last take(), several side by side (spectra.cpp), and returns them in order.  A task's
+// spectrum does not depend on the others.
+class TaskSpectra {
+ public:
+  void add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);
+  // The same from the context's sums: X X^T, X y, |y|^2 and n (a context grown a token at a time keeps them).
+  void add_sums(Eigen::MatrixXd XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq);
+  std::vector<TaskSpectrum> take();
+
+ private:
+  struct Reduced {
+    Eigen::VectorXd a, e;   // the tridiagonal of X X^T / scale
+    Eigen::MatrixXd P;      // Q^T (X y, x_q)
+    double scale = 0, yy = 0;
+    int n = 0;
+  };
+  std::vector<Reduced> pending_;
+};
 
 double predict_ridge(const TaskSpectrum& t, double lambda);
 double predict_ols(const TaskSpectrum& t);   // minimum norm (pseudo-inverse) when n < d
@@ -61,6 +81,10 @@ double predict_newton(const TaskSpectrum& t, int K);
 // X: d x n context inputs, y: n labels, xq: the query.  Cost M n d per task.
 double predict_dmmse(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq,
                      const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight);
+// The same from the context's sums (TaskSpectra::add_sums): |y - X^T w_m|^2 = |y|^2 - 2 w_m.(X y) + w_m^T (X X^T) w_m,
+// floored at 0.  Cost M d^2 per task, whatever n.
+double predict_dmmse_sums(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq,
+                          const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight);
 
 // Minimises f over [lo, hi] by golden-section search on log(x) after a coarse grid of `grid` points.
 double minimise_log(const std::function<double(double)>& f, double lo, double hi, int grid = 24);

@@ -1,0 +1,220 @@
+// The closed-form predictors' task spectrum (baselines.hpp) against its frozen reference, the
+// eigendecomposition of X X^T with its eigenvectors: the eigenvalues and every predictor built on the
+// projections, over dimensions, context lengths (rank-deficient and full), spread and repeated spectra
+// and extreme scales.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "icl/analysis/baselines.hpp"
+
+namespace icl {
+namespace {
+
+// The frozen reference: task_spectrum as it was computed until 2026-11-26, the eigenvectors themselves.
+TaskSpectrum task_spectrum_ref(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq) {
+  Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(X * X.transpose());
+  TaskSpectrum t;
+  t.s = es.eigenvalues().cwiseMax(0.0);
+  t.b = es.eigenvectors().transpose() * (X * y);
+  t.z = es.eigenvectors().transpose() * xq;
+  t.yy = y.squaredNorm();
+  t.n = static_cast<int>(y.size());
+  return t;
+}
+
+struct Task {
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y, xq;
+};
+
+// d x n Gaussian inputs with per-coordinate scales `scale` (spread spectra), labels from w ~ N(0, I) plus noise.
+Task gaussian_task(int d, int n, const std::vector<double>& scale, double noise, std::mt19937_64& rng) {
+  std::normal_distribution<double> N;
+  Task t{Eigen::MatrixXd(d, n), Eigen::VectorXd(n), Eigen::VectorXd(d)};
+  Eigen::VectorXd w(d);
+  for (int i = 0; i < d; ++i) {
+    w(i) = N(rng);
+    t.xq(i) = scale[i] * N(rng);
+    for (int j = 0; j < n; ++j) t.X(i, j) = scale[i] * N(rng);
+  }
+  for (int j = 0; j < n; ++j) t.y(j) = t.X.col(j).dot(w) + noise * N(rng);
+  return t;
+}
+
+// Every predictor of baselines.hpp on both spectra, within `tol` of the result (or of 1).  The noise estimate
+// |y|^2 - |P_X y|^2 and the Bayes evidence cancel |y|^2 against a fit: there the error scales with |y|^2, and
+// with spread inputs (`conditioned` false) Bayes' posterior weights amplify it beyond any fixed bound, in the
+// reference as much as here, so it is compared on well-conditioned tasks only.
+void expect_same_predictions(const TaskSpectrum& got, const TaskSpectrum& ref, double tol, const std::string& what,
+                             bool conditioned = true) {
+  ASSERT_EQ(got.s.size(), ref.s.size()) << what;
+  const double s_max = std::max(ref.s.maxCoeff(), 1e-300);
+  for (int i = 0; i < ref.s.size(); ++i) EXPECT_NEAR(got.s(i), ref.s(i), tol * s_max) << what << " s_" << i;
+  EXPECT_EQ(got.n, ref.n);
+  EXPECT_EQ(got.yy, ref.yy);
+  auto near = [&](double a, double b, const char* name, double scale = 1.0) {
+    if (std::isnan(a) && std::isnan(b)) return;   // Newton's alpha underflows at tiny scales, in both
+    EXPECT_NEAR(a, b, tol * std::max({std::fabs(b), scale})) << what << " " << name;
+  };
+  for (double lambda : {1e-3 * s_max, 0.1 * s_max, s_max, 10 * s_max}) near(predict_ridge(got, lambda), predict_ridge(ref, lambda), "ridge");
+  for (int K : {1, 3, 8}) near(predict_gd(got, 0.5 / s_max, K), predict_gd(ref, 0.5 / s_max, K), "gd");
+  near(predict_ols(got), predict_ols(ref), "ols");
+  for (int K : {0, 2, 6}) near(predict_newton(got, K), predict_newton(ref, K), "newton");
+  if (conditioned)
+    near(predict_bayes(got, {0.1, 0.5, 1.0}, {0.2, 0.3, 0.5}), predict_bayes(ref, {0.1, 0.5, 1.0}, {0.2, 0.3, 0.5}), "bayes");
+  if (ref.n > ref.s.size()) near(noise_estimate(got), noise_estimate(ref), "noise_estimate", ref.yy / (ref.n - ref.s.size()));
+}
+
+TEST(TaskSpectrum, MatchesTheEigendecompositionOverShapesAndSpreads) {
+  std::mt19937_64 rng(20261126);
+  for (int d : {1, 2, 3, 5, 10, 17, 33})
+    for (int n : {1, std::max(d / 2, 1), d, 2 * d + 1, 80})
+      for (double spread : {1.0, 1e3}) {   // input scales from 1 to `spread` (condition spread^2)
+        std::vector<double> scale(d);
+        for (int i = 0; i < d; ++i) scale[i] = std::pow(spread, d > 1 ? double(i) / (d - 1) : 0.0);
+        for (int rep = 0; rep < 4; ++rep) {
+          const Task t = gaussian_task(d, n, scale, 0.3, rng);
+          const std::string what = "d = " + std::to_string(d) + ", n = " + std::to_string(n) + ", spread " + std::to_string(spread);
+          // Spread inputs make X X^T ill-conditioned (up to 1e12 and beyond at n = d): both computations then
+          // carry errors of cond x eps, compared with a long double reference in the next test.
+          expect_same_predictions(task_spectrum(t.X, t.y, t.xq), task_spectrum_ref(t.X, t.y, t.xq),
+                                  spread == 1.0 ? 1e-9 : 1e-6, what, spread == 1.0);
+        }
+      }
+}
+
+// On ill-conditioned square contexts (input scales 1 .. 1000, n = d) the OLS prediction's error against an
+// eigendecomposition in long double is no larger than the double eigendecomposition's, on average over tasks.
+TEST(TaskSpectrum, AsAccurateAsTheEigendecompositionOnIllConditionedContexts) {
+  using MatrixL = Eigen::Matrix<long double, Eigen::Dynamic, Eigen::Dynamic>;
+  std::mt19937_64 rng(9);
+  const int d = 10, T = 60;
+  std::vector<double> scale(d);
+  for (int i = 0; i < d; ++i) scale[i] = std::pow(1000.0, double(i) / (d - 1));
+  double ours = 0, reference = 0;
+  for (int k = 0; k < T; ++k) {
+    const Task t = gaussian_task(d, d, scale, 1.0, rng);
+    const MatrixL X = t.X.cast<long double>();
+    Eigen::SelfAdjointEigenSolver<MatrixL> es(X * X.transpose());
+    TaskSpectrum exact;
+    exact.s = es.eigenvalues().cast<double>().cwiseMax(0.0);
+    exact.b = (es.eigenvectors().transpose() * (X * t.y.cast<long double>())).cast<double>();
+    exact.z = (es.eigenvectors().transpose() * t.xq.cast<long double>()).cast<double>();
+    const double want = predict_ols(exact);
+    ours += std::fabs(predict_ols(task_spectrum(t.X, t.y, t.xq)) - want) / std::fabs(want) / T;
+    reference += std::fabs(predict_ols(task_spectrum_ref(t.X, t.y, t.xq)) - want) / std::fabs(want) / T;
+  }
+  std::printf("  mean relative OLS error against long double: ours %.3g, the eigendecomposition's %.3g\n", ours, reference);
+  EXPECT_GT(reference, 1e-12);   // the contexts are ill-conditioned enough to tell
+  EXPECT_LT(ours, 2 * reference);
+}
+
+// Where the eigenvalues are distinct the projections are determined up to a sign per eigenvector: b_i z_i,
+// b_i^2 and z_i^2 must agree one by one (a rotation applied to the wrong rows, or with the wrong sign, fails
+// here even where a sum over i might hide it).
+TEST(TaskSpectrum, ProjectionsAgreePerEigenvalue) {
+  std::mt19937_64 rng(7);
+  for (int d : {2, 4, 9, 16}) {
+    std::vector<double> scale(d);
+    for (int i = 0; i < d; ++i) scale[i] = 1.0 + 0.7 * i;
+    const Task t = gaussian_task(d, 3 * d, scale, 0.1, rng);
+    const TaskSpectrum got = task_spectrum(t.X, t.y, t.xq), ref = task_spectrum_ref(t.X, t.y, t.xq);
+    const double bb = ref.b.squaredNorm(), zz = ref.z.squaredNorm();
+    for (int i = 0; i < d; ++i) {
+      EXPECT_NEAR(got.b(i) * got.z(i), ref.b(i) * ref.z(i), 1e-10 * std::sqrt(bb * zz)) << "d = " << d << ", i = " << i;
+      EXPECT_NEAR(got.b(i) * got.b(i), ref.b(i) * ref.b(i), 1e-10 * bb) << "d = " << d << ", i = " << i;
+      EXPECT_NEAR(got.z(i) * got.z(i), ref.z(i) * ref.z(i), 1e-10 * zz) << "d = " << d << ", i = " << i;
+    }
+  }
+}
+
+// Many tasks at once (TaskSpectra: several side by side, each with its own blocks and step count) give each
+// task's spectrum bit for bit as alone: a mix of spreads, so that lanes need different numbers of steps,
+// more tasks than lanes and a partial last batch, a zero task among them.
+TEST(TaskSpectrum, ABatchGivesEachTasksSpectrumAsAlone) {
+  std::mt19937_64 rng(11);
+  const int d = 7;
+  std::vector<Task> tasks;
+  for (int t = 0; t < 21; ++t) {
+    std::vector<double> scale(d);
+    for (int i = 0; i < d; ++i) scale[i] = std::pow(1.0 + t % 5, double(i) / (d - 1));
+    tasks.push_back(gaussian_task(d, t % 3 == 0 ? 3 : 2 * d, scale, 0.2, rng));
+  }
+  tasks[9].X.setZero();
+  TaskSpectra batch;
+  for (const Task& t : tasks) batch.add(t.X, t.y, t.xq);
+  const std::vector<TaskSpectrum> all = batch.take();
+  ASSERT_EQ(all.size(), tasks.size());
+  for (size_t t = 0; t < tasks.size(); ++t) {
+    const TaskSpectrum alone = task_spectrum(tasks[t].X, tasks[t].y, tasks[t].xq);
+    EXPECT_EQ(all[t].s, alone.s) << "task " << t;
+    EXPECT_EQ(all[t].b, alone.b) << "task " << t;
+    EXPECT_EQ(all[t].z, alone.z) << "task " << t;
+    EXPECT_EQ(all[t].yy, alone.yy);
+    EXPECT_EQ(all[t].n, alone.n);
+  }
+  EXPECT_TRUE(batch.take().empty());
+}
+
+// dMMSE from the context's sums (|y|^2 - 2 w.(X y) + w^T X X^T w per pool task) against the residuals
+// themselves, with and without noise (a pool task that fits exactly: residual 0, where the sums cancel).
+TEST(Dmmse, FromTheContextsSumsMatchesTheResiduals) {
+  std::mt19937_64 rng(5);
+  const int d = 4, M = 12;
+  std::normal_distribution<double> N;
+  Eigen::MatrixXd pool(d, M);
+  for (int i = 0; i < d * M; ++i) pool.data()[i] = N(rng);
+  for (double noise : {0.5, 0.0}) {
+    Task t = gaussian_task(d, 9, std::vector<double>(d, 1.0), 0.0, rng);
+    t.y = t.X.transpose() * pool.col(3);
+    for (int j = 0; j < t.y.size(); ++j) t.y(j) += noise * N(rng);
+    const std::vector<double> sigma = noise > 0 ? std::vector<double>{0.5} : std::vector<double>{1e-6}, weight = {1.0};
+    const double want = predict_dmmse(t.X, t.y, t.xq, pool, sigma, weight);
+    const double got = predict_dmmse_sums(t.X * t.X.transpose(), t.X * t.y, t.y.squaredNorm(), 9, t.xq, pool, sigma, weight);
+    EXPECT_NEAR(got, want, 1e-9 * std::fabs(want)) << "noise " << noise;
+    if (noise == 0) {
+      EXPECT_NEAR(got, pool.col(3).dot(t.xq), 1e-9);   // the posterior is on the task that fits
+    }
+  }
+}
+
+// Repeated eigenvalues (X X^T = 2 I exactly: every direction one eigenvector), a zero context, a rank-one
+// context (d - 1 null directions: b vanishes there), and scales far from 1.
+TEST(TaskSpectrum, DegenerateAndExtremeContexts) {
+  const int d = 6;
+  Eigen::MatrixXd X(d, 2 * d);
+  X << Eigen::MatrixXd::Identity(d, d), Eigen::MatrixXd::Identity(d, d);
+  Eigen::VectorXd y = Eigen::VectorXd::LinSpaced(2 * d, -1, 1), xq = Eigen::VectorXd::LinSpaced(d, 0.5, 2);
+  const TaskSpectrum equal = task_spectrum(X, y, xq);
+  for (int i = 0; i < d; ++i) EXPECT_NEAR(equal.s(i), 2.0, 1e-14);
+  expect_same_predictions(equal, task_spectrum_ref(X, y, xq), 1e-12, "X X^T = 2 I");
+  EXPECT_NEAR(predict_ridge(equal, 1.0), xq.dot(X * y) / 3.0, 1e-12);
+
+  const TaskSpectrum zero = task_spectrum(Eigen::MatrixXd::Zero(d, 4), Eigen::VectorXd::Ones(4), xq);
+  EXPECT_EQ(zero.s, Eigen::VectorXd::Zero(d));
+  EXPECT_EQ(predict_ridge(zero, 1.0), 0.0);
+  EXPECT_EQ(predict_ols(zero), 0.0);
+
+  std::mt19937_64 rng(3);
+  const Task one = gaussian_task(d, 1, std::vector<double>(d, 1.0), 0.0, rng);
+  const TaskSpectrum rank1 = task_spectrum(one.X, one.y, one.xq);
+  EXPECT_NEAR(rank1.s(d - 1), one.X.squaredNorm(), 1e-12 * one.X.squaredNorm());
+  for (int i = 0; i < d - 1; ++i) {
+    EXPECT_LT(rank1.s(i), 1e-14 * rank1.s(d - 1));
+    EXPECT_LT(std::fabs(rank1.b(i)), 1e-12 * rank1.b.norm());
+  }
+  expect_same_predictions(rank1, task_spectrum_ref(one.X, one.y, one.xq), 1e-10, "n = 1");
+
+  for (double c : {1e-100, 1e100}) {
+    const Task t = gaussian_task(d, 3 * d, std::vector<double>(d, c), 0.0, rng);
+    expect_same_predictions(task_spectrum(t.X, t.y, t.xq), task_spectrum_ref(t.X, t.y, t.xq), 1e-9,
+                            "scale " + std::to_string(c));
+  }
+}
+
+}  // namespace
+}  // namespace icl
