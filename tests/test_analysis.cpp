@@ -302,6 +302,11 @@ TEST(Analysis, ContextCurveOfPlantedGdMatchesItsClosedForm) {
     EXPECT_NEAR(r.series["context_loss_tf"][k - 1], want, 4 * se) << "k = " << k;
     EXPECT_LT(se, 0.25 * want) << "k = " << k;   // the test has power: 2,000 tasks per length
     EXPECT_NEAR(r.series["context_loss_zero"][k - 1], d, 0.1 * d) << "k = " << k;
+    // OLS from the prefix's Gram blocks (X X^T, X y): minimum-norm, it misses w's part outside the k inputs'
+    // span, E = d - k (variance 2 m^2 + 6 m a task, m = d - k), and nothing from k = d on (noiseless).
+    const double ols = r.series["context_loss_ols"][k - 1], m = std::max(d - k, 0);
+    if (m == 0) EXPECT_LT(ols, 1e-12) << "k = " << k;
+    else EXPECT_NEAR(ols, m, 5 * std::sqrt((2 * m * m + 6 * m) / 2000)) << "k = " << k;
   }
   // Fu et al.'s per-layer comparison: one layer against Newton steps 0..12, the best step its argmax.
   const std::vector<double>& sim = r.series["newton_similarity"];

@@ -773,8 +773,8 @@ std::vector<double> readouts_at(const Weights<T>& w, const TaskBatch<T>& set, in
 // tokens and its query), the trained weights and the tuned baselines as they are (nothing retuned per length;
 // the ridge family and Bayes need no tuning, dMMSE with a pool).  Linear in C: each task's token Gram (whose
 // blocks are X X^T, X y and |y|^2) grows a token a length, and the baselines, dMMSE and every model of the
-// Gram form (linear attention without a clip) read it; another model (softmax or mixed attention, a clip,
-// the transformer) runs on each prefix, quadratic in C as its own attention is.
+// Gram form (linear attention without a clip) read it; another model runs on each prefix: quadratic in C
+// for a clipped linear model, cubic for softmax or mixed attention and the transformer.
 template <class T>
 void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const Tuning& t, const Models<T>& m,
                    const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {

@@ -1,4 +1,4 @@
-// GD++ tuning (gdpp.hpp).  The loss is GD++ on each task's spectrum (gdpp_predict, kLanes tasks at a time), with its exact
+// GD++ tuning (gdpp.hpp).  The loss is GD++ on each task's spectrum (gdpp_predict, kTaskLanes tasks at a time), with its exact
 // gradient by reverse mode; the gdpp transformer computes the same function (gdpp_loss_transformer).
 // Minimisation: BFGS on z = (eta, gamma) / eta_gd (both act as rates on sums over the context, so one
 // unit serves both), backtracking line search with the Armijo condition f(z + t u) <= f + 1e-4 t g.u,
@@ -32,22 +32,20 @@ ModelShape gdpp_shape(const TaskBatch<double>& set, int K) {
   return s;
 }
 
-// The tuning set in blocks of kLanes tasks, a block's entry i of every task side by side ([i * kLanes + lane]),
+// The tuning set in blocks of kTaskLanes tasks, a block's entry i of every task side by side ([i * kTaskLanes + lane]),
 // so that the loops over a block's lanes vectorise; the last block is padded with empty tasks (s = b = z = 0).
-constexpr int kLanes = 8;   // one 512-bit register of doubles, two of 256 bits
-
 struct GdppBlocks {
   int d = 0;
   size_t tasks = 0;
-  std::vector<double> s, b, z;   // per block d * kLanes each
+  std::vector<double> s, b, z;   // per block d * kTaskLanes each
   explicit GdppBlocks(const GdppTasks& set) : d(set.spectra.empty() ? 0 : static_cast<int>(set.spectra[0].s.size())), tasks(set.y.size()) {
-    const size_t size = (tasks + kLanes - 1) / kLanes * kLanes * d;
+    const size_t size = (tasks + kTaskLanes - 1) / kTaskLanes * kTaskLanes * d;
     s.assign(size, 0.0);
     b.assign(size, 0.0);
     z.assign(size, 0.0);
     for (size_t t = 0; t < tasks; ++t)
       for (int i = 0; i < d; ++i) {
-        const size_t at = (t / kLanes * d + i) * kLanes + t % kLanes;
+        const size_t at = (t / kTaskLanes * d + i) * kTaskLanes + t % kTaskLanes;
         s[at] = set.spectra[t].s(i);
         b[at] = set.spectra[t].b(i);
         z[at] = set.spectra[t].z(i);
@@ -56,25 +54,25 @@ struct GdppBlocks {
 };
 
 // K-step GD++ predictions of block k's tasks from their spectra (gdpp.hpp) into yhat[lane] and, with
-// dy != nullptr, d yhat / d(eta_l, gamma_l) into dy[2l * kLanes + lane], dy[(2l + 1) * kLanes + lane] by
+// dy != nullptr, d yhat / d(eta_l, gamma_l) into dy[2l * kTaskLanes + lane], dy[(2l + 1) * kTaskLanes + lane] by
 // reverse mode over the stored steps.  Each lane is one task's arithmetic in one task's order, so a task's
-// values do not depend on its block.  `state`: scratch of 3 (K + 1) d kLanes values, (s, b, z) before each
+// values do not depend on its block.  `state`: scratch of 3 (K + 1) d kTaskLanes values, (s, b, z) before each
 // step and then their adjoints.
 void gdpp_predict(const GdppBlocks& set, size_t k, const double* eta, const double* gamma, int K, double* yhat,
                   double* dy, std::vector<double>& state) {
-  const size_t D = static_cast<size_t>(set.d) * kLanes;
+  const size_t D = static_cast<size_t>(set.d) * kTaskLanes;
   state.resize(3 * (K + 1) * D);
   std::copy_n(&set.s[k * D], D, &state[0]);
   std::copy_n(&set.b[k * D], D, &state[D]);
   std::copy_n(&set.z[k * D], D, &state[2 * D]);
-  std::fill_n(yhat, kLanes, 0.0);
+  std::fill_n(yhat, kTaskLanes, 0.0);
   for (int l = 0; l < K; ++l) {
     const double* s = &state[3 * l * D];
-    double r[kLanes] = {};
-    for (size_t i = 0; i < D; i += kLanes)
+    double r[kTaskLanes] = {};
+    for (size_t i = 0; i < D; i += kTaskLanes)
 #pragma GCC ivdep
-      for (int j = 0; j < kLanes; ++j) r[j] += s[D + i + j] * s[2 * D + i + j];
-    for (int j = 0; j < kLanes; ++j) yhat[j] += eta[l] * r[j];
+      for (int j = 0; j < kTaskLanes; ++j) r[j] += s[D + i + j] * s[2 * D + i + j];
+    for (int j = 0; j < kTaskLanes; ++j) yhat[j] += eta[l] * r[j];
     if (l + 1 == K) break;
     double* next = &state[3 * (l + 1) * D];   // the regions of `state` do not overlap: ivdep
 #pragma GCC ivdep
@@ -93,10 +91,10 @@ void gdpp_predict(const GdppBlocks& set, size_t k, const double* eta, const doub
   std::fill(as, as + 3 * D, 0.0);
   for (int l = K - 1; l >= 0; --l) {
     const double* s = &state[3 * l * D];
-    double de[kLanes] = {}, dg[kLanes] = {};
-    for (size_t i0 = 0; i0 < D; i0 += kLanes)
+    double de[kTaskLanes] = {}, dg[kTaskLanes] = {};
+    for (size_t i0 = 0; i0 < D; i0 += kTaskLanes)
 #pragma GCC ivdep
-      for (int j = 0; j < kLanes; ++j) {
+      for (int j = 0; j < kTaskLanes; ++j) {
         const size_t i = i0 + j;
         const double si = s[i], bi = s[D + i], zi = s[2 * D + i];
         const double u = 1.0 - gamma[l] * si, v = 1.0 - eta[l] * si;
@@ -107,8 +105,8 @@ void gdpp_predict(const GdppBlocks& set, size_t k, const double* eta, const doub
         az[i] = eta[l] * bi + az[i] * u;
         as[i] = as_new;
       }
-    std::copy_n(de, kLanes, &dy[2 * l * kLanes]);
-    std::copy_n(dg, kLanes, &dy[(2 * l + 1) * kLanes]);
+    std::copy_n(de, kTaskLanes, &dy[2 * l * kTaskLanes]);
+    std::copy_n(dg, kTaskLanes, &dy[(2 * l + 1) * kTaskLanes]);
   }
 }
 
@@ -116,7 +114,7 @@ void gdpp_predict(const GdppBlocks& set, size_t k, const double* eta, const doub
 class GdppLoss {
  public:
   GdppLoss(const GdppTasks& set, int K, bool tied, const std::atomic<bool>* stop = nullptr)
-      : set_(set), blocks_(set), stop_(stop), K_(K), tied_(tied), eta_(K), gamma_(K), dy_(2 * K * kLanes) {}
+      : set_(set), blocks_(set), stop_(stop), K_(K), tied_(tied), eta_(K), gamma_(K), dy_(2 * K * kTaskLanes) {}
   int size() const { return tied_ ? 2 : 2 * K_; }
   // One pass over the set; the stop flag is polled before each (cancel.hpp).
   double operator()(const std::vector<double>& x, std::vector<double>* grad) {
@@ -126,17 +124,17 @@ class GdppLoss {
       gamma_[l] = x[tied_ ? 1 : 2 * l + 1];
     }
     if (grad) grad->assign(size(), 0.0);
-    double sum = 0.0, yhat[kLanes];
+    double sum = 0.0, yhat[kTaskLanes];
     const size_t B = set_.y.size();
-    for (size_t k = 0; k * kLanes < B; ++k) {
+    for (size_t k = 0; k * kTaskLanes < B; ++k) {
       gdpp_predict(blocks_, k, eta_.data(), gamma_.data(), K_, yhat, grad ? dy_.data() : nullptr, state_);
-      for (size_t j = 0, t = k * kLanes; j < kLanes && t < B; ++j, ++t) {   // task by task, in order
+      for (size_t j = 0, t = k * kTaskLanes; j < kTaskLanes && t < B; ++j, ++t) {   // task by task, in order
         const double e = yhat[j] - set_.y[t];
         sum += e * e;
         if (grad)
           for (int l = 0; l < K_; ++l) {
-            (*grad)[tied_ ? 0 : 2 * l] += 2.0 * e * dy_[2 * l * kLanes + j];
-            (*grad)[tied_ ? 1 : 2 * l + 1] += 2.0 * e * dy_[(2 * l + 1) * kLanes + j];
+            (*grad)[tied_ ? 0 : 2 * l] += 2.0 * e * dy_[2 * l * kTaskLanes + j];
+            (*grad)[tied_ ? 1 : 2 * l + 1] += 2.0 * e * dy_[(2 * l + 1) * kTaskLanes + j];
           }
       }
     }

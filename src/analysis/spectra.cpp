@@ -5,8 +5,8 @@
 // instead of to a d x d matrix: O(d^2) where the eigenvectors cost O(d^3).
 //
 // A QR step is a chain of dependent square roots and divisions, one per rotation, so one task's steps are
-// bound by their latency (perf: 80% of a d = 10 analysis was this chain or Eigen's eigenvectors).  The steps
-// run kLanes tasks side by side instead, one lane each: every lane has its own unreduced block, shift and
+// bound by their latency (before it, perf found 87% of a d = 10 analysis in Eigen's solver, most of it accumulating eigenvectors).  The steps
+// run kTaskLanes tasks side by side instead, one lane each: every lane has its own unreduced block, shift and
 // step count; a lane outside its block keeps its values (its rotation is the identity, and it is not
 // applied), so a lane computes exactly its own task's sequence of steps, whatever its neighbours.
 // The frozen reference, the eigendecomposition itself, is task_spectrum_ref in tests/test_baselines.cpp.
@@ -21,26 +21,25 @@
 namespace icl {
 namespace {
 
-constexpr int kLanes = 8;
 constexpr double kEps2 = std::numeric_limits<double>::epsilon() * std::numeric_limits<double>::epsilon();
 constexpr double kTiny = std::numeric_limits<double>::min();
 
-// kLanes tridiagonals and their projections, entry i of lane j at [i * kLanes + j].
+// kTaskLanes tridiagonals and their projections, entry i of lane j at [i * kTaskLanes + j].
 struct Lanes {
   int d;
   std::vector<double> a, e, p, q;   // diagonal, sub-diagonal (d - 1 rows and a spare), Q^T X y, Q^T x_q
-  explicit Lanes(int dim) : d(dim), a(dim * kLanes, 0.0), e(dim * kLanes, 0.0), p(dim * kLanes, 0.0), q(dim * kLanes, 0.0) {}
-  double& at(std::vector<double>& v, int i, int j) { return v[i * kLanes + j]; }
+  explicit Lanes(int dim) : d(dim), a(dim * kTaskLanes, 0.0), e(dim * kTaskLanes, 0.0), p(dim * kTaskLanes, 0.0), q(dim * kTaskLanes, 0.0) {}
+  double& at(std::vector<double>& v, int i, int j) { return v[i * kTaskLanes + j]; }
 };
 
 // Zeroes every sub-diagonal entry negligible beside T's norm (about 1): |e_i|^2 <= eps^2 (|a_i| + |a_{i+1}|),
 // Eigen's test; the eigenvalues move by at most eps.
 void deflate(Lanes& t) {
   for (int i = 0; i + 1 < t.d; ++i) {
-    const double* a = &t.a[i * kLanes];
-    double* e = &t.e[i * kLanes];
-    for (int j = 0; j < kLanes; ++j)
-      e[j] = e[j] * e[j] <= kEps2 * (std::fabs(a[j]) + std::fabs(a[kLanes + j])) ? 0.0 : e[j];
+    const double* a = &t.a[i * kTaskLanes];
+    double* e = &t.e[i * kTaskLanes];
+    for (int j = 0; j < kTaskLanes; ++j)
+      e[j] = e[j] * e[j] <= kEps2 * (std::fabs(a[j]) + std::fabs(a[kTaskLanes + j])) ? 0.0 : e[j];
   }
 }
 
@@ -49,7 +48,7 @@ void deflate(Lanes& t) {
 void next_block(Lanes& t, int j, int& lo, int& hi, double& x, double& z) {
   while (hi > 0 && t.at(t.e, hi - 1, j) == 0) --hi;
   lo = hi;
-  if (hi == 0) return;
+  if (hi <= 0) return;
   lo = hi - 1;
   while (lo > 0 && t.at(t.e, lo - 1, j) != 0) --lo;
   const double delta = (t.at(t.a, hi - 1, j) - t.at(t.a, hi, j)) / 2, f = t.at(t.e, hi - 1, j);
@@ -64,28 +63,28 @@ void next_block(Lanes& t, int j, int& lo, int& hi, double& x, double& z) {
 // (x, z) become the bulge R leaves at T(k+2, k) when the block goes on.  A lane's step ends at its block's
 // end or where the bulge vanishes (z = 0).  Selects over all lanes rather than branches per lane.
 void rotate(Lanes& t, int k, const int* lo, const int* hi, double* x, double* z) {
-  double c[kLanes], s[kLanes], r[kLanes], below[kLanes] = {};
-  bool on[kLanes];
-  for (int j = 0; j < kLanes; ++j) {
+  double c[kTaskLanes], s[kTaskLanes], r[kTaskLanes], below[kTaskLanes] = {};
+  bool on[kTaskLanes];
+  for (int j = 0; j < kTaskLanes; ++j) {
     on[j] = k >= lo[j] && k < hi[j] && z[j] != 0;
     r[j] = std::sqrt(x[j] * x[j] + z[j] * z[j]);
   }
-  for (int j = 0; j < kLanes; ++j)   // T is scaled to 1: hypot's care only where the square underflows
+  for (int j = 0; j < kTaskLanes; ++j)   // T is scaled to 1: hypot's care only where the square underflows
     if (on[j] && !(r[j] * r[j] >= kTiny)) r[j] = std::hypot(x[j], z[j]);
-  for (int j = 0; j < kLanes; ++j) {
+  for (int j = 0; j < kTaskLanes; ++j) {
     c[j] = on[j] ? x[j] / r[j] : 1.0;
     s[j] = on[j] ? z[j] / r[j] : 0.0;
   }
-  double* a0 = &t.a[k * kLanes];
-  double* a1 = a0 + kLanes;
-  double* e0 = &t.e[k * kLanes];
-  double* em = k > 0 ? e0 - kLanes : below;   // e_{k-1}
-  double* e1 = e0 + kLanes;                   // e_{k+1} (t.e has a spare last row)
-  double* p0 = &t.p[k * kLanes];
-  double* p1 = p0 + kLanes;
-  double* q0 = &t.q[k * kLanes];
-  double* q1 = q0 + kLanes;
-  for (int j = 0; j < kLanes; ++j) {
+  double* a0 = &t.a[k * kTaskLanes];
+  double* a1 = a0 + kTaskLanes;
+  double* e0 = &t.e[k * kTaskLanes];
+  double* em = k > 0 ? e0 - kTaskLanes : below;   // e_{k-1}
+  double* e1 = e0 + kTaskLanes;                   // e_{k+1} (t.e has a spare last row)
+  double* p0 = &t.p[k * kTaskLanes];
+  double* p1 = p0 + kTaskLanes;
+  double* q0 = &t.q[k * kTaskLanes];
+  double* q1 = q0 + kTaskLanes;
+  for (int j = 0; j < kTaskLanes; ++j) {
     const double ak = a0[j], ak1 = a1[j], ek = e0[j], cj = c[j], sj = s[j];
     const double na0 = cj * cj * ak + 2 * cj * sj * ek + sj * sj * ak1;
     const double na1 = sj * sj * ak - 2 * cj * sj * ek + cj * cj * ak1;
@@ -109,13 +108,13 @@ void rotate(Lanes& t, int k, const int* lo, const int* hi, double* x, double* z)
 
 // QR steps until every lane is diagonal, at most 30 d steps per lane (Eigen's bound; beyond: NaN).
 void diagonalise(Lanes& t) {
-  int lo[kLanes], hi[kLanes];
-  double x[kLanes], z[kLanes];
-  std::fill_n(hi, kLanes, t.d - 1);
+  int lo[kTaskLanes], hi[kTaskLanes];
+  double x[kTaskLanes] = {}, z[kTaskLanes] = {};
+  std::fill_n(hi, kTaskLanes, t.d - 1);
   for (int steps = 0;; ++steps) {
     deflate(t);
     int first = t.d, last = 0;
-    for (int j = 0; j < kLanes; ++j) {
+    for (int j = 0; j < kTaskLanes; ++j) {
       next_block(t, j, lo[j], hi[j], x[j], z[j]);
       if (hi[j] > 0 && steps >= 30 * t.d) {
         for (int i = 0; i < t.d; ++i) t.at(t.a, i, j) = std::numeric_limits<double>::quiet_NaN();
@@ -140,10 +139,10 @@ void tridiagonalise(Eigen::MatrixXd& A, Eigen::MatrixXd& P, Eigen::VectorXd& a, 
   Eigen::VectorXd v(d), w(d);
   for (int k = 0; k + 2 < d; ++k) {
     const int m = d - k - 1;   // the entries k+1..d-1 of column k
-    double mu2 = 0;
-    for (int i = 0; i < m; ++i) mu2 += A(k + 1 + i, k) * A(k + 1 + i, k);
-    const double x0 = A(k + 1, k), mu = std::sqrt(mu2);
-    if (mu2 - x0 * x0 == 0) continue;   // already zero below the sub-diagonal: H_k = I
+    double sigma = 0;            // below the sub-diagonal (Golub and Van Loan Alg. 5.1.1): on its own, so that
+    for (int i = 1; i < m; ++i) sigma += A(k + 1 + i, k) * A(k + 1 + i, k);   // tiny entries are not lost in x0^2
+    if (sigma == 0) continue;    // already zero there: H_k = I
+    const double x0 = A(k + 1, k), mu = std::sqrt(x0 * x0 + sigma);
     const double alpha = x0 > 0 ? -mu : mu, beta = 1 / (mu * (mu + std::fabs(x0)));
     for (int i = 0; i < m; ++i) v(i) = A(k + 1 + i, k);
     v(0) = x0 - alpha;
@@ -198,8 +197,8 @@ void TaskSpectra::add_sums(Eigen::MatrixXd G, const Eigen::VectorXd& Xy, double 
 
 std::vector<TaskSpectrum> TaskSpectra::take() {
   std::vector<TaskSpectrum> out(pending_.size());
-  for (size_t t0 = 0; t0 < pending_.size(); t0 += kLanes) {
-    const size_t count = std::min<size_t>(kLanes, pending_.size() - t0);
+  for (size_t t0 = 0; t0 < pending_.size(); t0 += kTaskLanes) {
+    const size_t count = std::min<size_t>(kTaskLanes, pending_.size() - t0);
     const int d = static_cast<int>(pending_[t0].a.size());
     Lanes lanes(d);   // unused lanes: zero matrices, diagonal at once
     for (size_t j = 0; j < count; ++j) {

@@ -5,6 +5,8 @@ namespace icl {
 
 bool gram_form(const ModelShape& s) { return s.attention == Attention::linear && s.act_clip == 0.0; }
 
+bool gram_form(const Point& p) { return p.arch == Arch::lsa && gram_form(model_shape(p)); }
+
 Eigen::VectorXd gram_forward(const ModelShape& s, const double* P, const double* Q, Eigen::MatrixXd G, Eigen::VectorXd zq) {
   using Block = Eigen::Map<const Eigen::Matrix<double, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
   const int D = s.d + 1;

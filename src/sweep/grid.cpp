@@ -54,8 +54,7 @@ double curve_task_flops(const Point& p, int m) {
   const double sums = 2 * D * D + 3 * (30 * d * d * d) + (M > 0 ? 2 * M * d * d + 30 * M : 0.0) + L * 6 * D * D * D;
   Point q = p;
   q.n = m;
-  const bool gram = p.arch == Arch::lsa && gram_form(model_shape(p));
-  return sums + (gram ? L * H * 6 * D * D * D : flops_per_task(q) / 3);
+  return sums + (gram_form(p) ? L * H * 6 * D * D * D : flops_per_task(q) / 3);
 }
 
 // sum_{m=1}^{C} f(m) for f a polynomial of degree <= 2 in m (every cost above is: scores are m x (m+1)),
@@ -78,7 +77,8 @@ double sum_over_lengths(F f, double C) {
 // model and three references with their input gradients, the per-K references, spectra and dMMSE,
 // Newton's 65 steps), the pool's evaluation set, 8 noise levels and 8 out-of-distribution sets of 1,000
 // tasks (3 at lengths n/2, n, 2n), the roll-out, and context_curve's 2,000 tasks at every length
-// 1..n_test: linear in n_test, but for a model not of the Gram form (quadratic).
+// 1..n_test: linear in n_test, but for a model not of the Gram form (quadratic for a clipped linear model,
+// cubic for softmax attention or the transformer).
 double analysis_flops(const Point& p) {
   const int L = p.layers, n = p.n;
   const double d = p.d, E = p.eval_tasks, per_task = flops_per_task(p), ref = reference_flops(p, L, n);

@@ -65,8 +65,9 @@ double transformer_bytes(const Point& p, double s) {
 // with three heap d-vectors each (malloc: 8 bytes of header, 16-byte granules, 32 at least).
 double spectra_bytes(double tasks, double d) {
   const double cap = std::exp2(std::ceil(std::log2(std::max(tasks, 1.0))));
-  const double vec = std::max(32.0, std::ceil((8 * d + 8) / 16) * 16);
-  return 3 * (64 * cap + tasks * 3 * vec) + 2 * 8 * cap;
+  const double vec = std::max(32.0, std::ceil((8 * d + 8) / 16) * 16), pair = std::max(32.0, std::ceil((16 * d + 8) / 16) * 16);
+  // 3 bases of spectra (s, b, z), and while they are computed each task's reduction (TaskSpectra: a, e, P)
+  return 3 * (64 * cap + tasks * 3 * vec) + 3 * (88 * cap + tasks * (2 * vec + pair)) + 2 * 8 * cap;
 }
 
 }  // namespace
@@ -115,9 +116,8 @@ PointMemory estimate_memory(const Point& p) {
     const double nc = p.context_curve, C = AnalysisSets::context;
     Point long_point = p;
     long_point.n = std::max(p.context_curve, 1);
-    const bool gram = p.arch == Arch::lsa && gram_form(model_shape(p));
     const double context = nc > 0 ? batch_bytes(C, d, nc, s) + spectra_bytes(C, d) + 4 * C * 8 + C * (d + 1.0) * (d + 1) * 8 +
-                                         (gram ? 0.0
+                                         (gram_form(p) ? 0.0
                                                : batch_bytes(C, d, nc, s) + (p.arch == Arch::transformer
                                                                                  ? transformer_bytes(long_point, s)
                                                                                  : model_bytes(L, H, d, nc, softmax, s)))

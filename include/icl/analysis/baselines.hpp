@@ -30,6 +30,10 @@ TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, c
 // The same for many tasks of one d: add() reduces a task to tridiagonal form, take() finishes every task
 // added since the last take(), several side by side (spectra.cpp), and returns them in order.  A task's
 // spectrum does not depend on the others.
+// Tasks side by side in the analyses' per-task loops (TaskSpectra, GD++'s loss): one 512-bit register of
+// doubles, two of 256 bits.
+constexpr int kTaskLanes = 8;
+
 class TaskSpectra {
  public:
   void add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);

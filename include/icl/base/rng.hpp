@@ -34,7 +34,7 @@ constexpr Draw validate_gdpp{Stream::tune, 2};       // GD++ selection among loc
 inline Draw noise_level(int k) { return {Stream::analysis, 100 + static_cast<uint64_t>(k)}; }
 inline Draw ood_alpha(int k) { return {Stream::analysis, 200 + static_cast<uint64_t>(k)}; }
 inline Draw ood_context(int k) { return {Stream::analysis, 300 + static_cast<uint64_t>(k)}; }
-inline Draw context_length(int k) { return {Stream::analysis, 1000 + static_cast<uint64_t>(k)}; }   // context_curve = k <= 2^20
+inline Draw context_length(int k) { return {Stream::analysis, 1000 + static_cast<uint64_t>(k)}; }   // the set of context_curve = k <= 2^20
 constexpr Draw landscape_full{Stream::analysis, 500};     // the full-batch gradient of the noise measurement
 inline Draw landscape_batch(int k) { return {Stream::analysis, 600 + static_cast<uint64_t>(k)}; }
 constexpr Draw landscape_fixed{Stream::analysis, 700};    // drawn with kFixedSeed (landscape.hpp): one set for every point

@@ -10,8 +10,9 @@
 
 namespace icl {
 
-// Whether a model of this shape is such a model (linear attention, no clip).
+// Whether a model of this shape is such a model (linear attention, no clip); of point p: its trained model.
 bool gram_form(const ModelShape& s);
+bool gram_form(const Point& p);
 
 // The readouts yhat_l = -(z_q)_d after layers l = 1..L, from the context's token Gram G (D x D) and the query
 // token z_q = (x_q, 0); P, Q as model.hpp's weights (layers x heads row-major D x D blocks), s.c the
