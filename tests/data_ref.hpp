@@ -110,11 +110,32 @@ RefTask<T> ref_task(const TaskLaw& law, uint64_t k) {
     const int64_t M = law.pool.cols(), member = std::min<int64_t>(M - 1, static_cast<int64_t>(u * static_cast<double>(M)));
     for (int i = 0; i < d; ++i) w[i] = static_cast<T>(law.pool(i, member));
   }
+  if (law.w_scale != 1.0)
+    for (int i = 0; i < d; ++i) w[i] *= static_cast<T>(law.w_scale);
+
+  // step 3, other: exponential, normal or Laplace draws over the Frobenius norm of the context's
+  std::vector<double> other(static_cast<size_t>(N) * d);
+  double other_norm = 0.0;
+  if (law.other_inputs) {
+    const int f = std::min(2, static_cast<int>(3.0 * rng_uniform(rng_key(k, kOtherLaw), 0)));
+    for (int j = 0; j < N; ++j)
+      for (int i = 0; i < d; ++i) {
+        const double u = rng_uniform(k, 2 * mp + 1 + j * d + i);
+        double s = static_cast<double>(z[d + j * d + i]);
+        if (f == 0) s = -std::log(u);
+        if (f == 2) s = u < 0.5 ? std::log(2.0 * u) : -std::log(2.0 - 2.0 * u);
+        other[static_cast<size_t>(j) * d + i] = s;
+        if (j < n) other_norm = fused_madd(s, s, other_norm);
+      }
+    other_norm = std::sqrt(other_norm);
+  }
 
   // step 3: token j, coordinate i from normal d + j d + i
   for (int j = 0; j < N; ++j) {
     const T* g = z.data() + d + j * d;
-    switch (law.x_dist) {
+    if (law.other_inputs) {
+      for (int i = 0; i < d; ++i) x(j, i) = static_cast<T>(other[static_cast<size_t>(j) * d + i] / other_norm);
+    } else switch (law.x_dist) {
       case XDist::gaussian:
         if (law.task_spectrum.size()) {
           const Eigen::MatrixXd A = haar_rotation(d, rng_key(k, kTaskRotation)) * law.task_spectrum.cwiseSqrt().asDiagonal();

@@ -318,6 +318,70 @@ TEST(Analysis, ContextCurveOfPlantedGdMatchesItsClosedForm) {
   EXPECT_FALSE(std::isnan(r.series["context_loss_ada_rr"][d]));
 }
 
+// Every out-of-distribution curve at the training length, recomputed from its contract: planted one-step GD
+// (sparse_a, A = -eta I, c = 1/n: yhat = eta/n sum_j y_j <x_j, x_q>) on AnalysisSets::ood tasks of the
+// point's law shifted as OodScales says, drawn from the curve's own draw.  A wrong law, scale or draw moves
+// the loss by far more than the tolerance.
+TEST(Analysis, OutOfDistributionCurvesFollowTheirLaws) {
+  const int d = 3, n = 6;
+  const double eta = 0.7;
+  const Point p = make_point({{"d", std::to_string(d)}, {"n", std::to_string(n)}, {"param", "sparse_a"}, {"norm", "1/n"},
+                              {"x_dist", "uniform:0.5"}, {"eval_tasks", "64"}, {"precision", "float64"}});
+  const ParamLayout layout(p);
+  std::vector<double> theta(layout.size(), 0.0);
+  for (int i = 0; i < d; ++i) theta[i * d + i] = -eta;
+  const Analysis r = analyse(p, planted(layout, theta));
+  struct Curve { const char* axis; Draw (*which)(int); void (*shift)(TaskLaw&, double); };
+  const Curve curves[] = {
+      {"ood_alpha", draws::ood_alpha, [](TaskLaw& l, double a) { l.x_scale = a; }},
+      {"ood_teacher", draws::ood_teacher, [](TaskLaw& l, double a) { l.w_scale = a; }},
+      {"ood_other", draws::ood_other, [](TaskLaw& l, double a) { l.other_inputs = true; l.x_scale = a; }},
+      {"ood_other_teacher", draws::ood_other_teacher, [](TaskLaw& l, double a) { l.other_inputs = true; l.w_scale = a; }}};
+  for (const Curve& c : curves) {
+    const std::vector<double>& values = r.series.at(c.axis);
+    const std::vector<double>& got = r.series.at(std::string(c.axis) + "_loss_tf");
+    ASSERT_EQ(got.size(), values.size()) << c.axis;
+    ASSERT_GE(values.size(), 5u) << c.axis;
+    for (size_t k = 0; k < values.size(); ++k) {
+      TaskLaw law = make_task_law(p);
+      c.shift(law, values[k]);
+      TaskBatch<double> set;
+      set.resize(AnalysisSets::ood, d, n);
+      const Draw which = c.which(static_cast<int>(k));
+      sample_tasks(law, p.seed, which.stream, which.block, set);
+      double sum = 0;
+      for (int t = 0; t < set.B; ++t) {
+        Eigen::MatrixXd X;
+        Eigen::VectorXd y;
+        batch_task(set, t, &X, &y);
+        const Eigen::VectorXd Xy = X.leftCols(n) * y.head(n);
+        sum += std::pow(eta / n * Xy.dot(X.col(n)) - y(n), 2);
+      }
+      const double want = sum / set.B;
+      EXPECT_NEAR(got[k], want, 1e-10 * want) << c.axis << " = " << values[k];
+    }
+  }
+  // GD runs through the trained model's act_clip, as in [VO23]'s code: every prediction is then within
+  // +-clip, so its loss is at most mean (|y_q| + clip)^2 over its set; unclipped, GD far out is not.  GD++ is
+  // evaluated as it is tuned, unclipped: far out it exceeds the bound.
+  std::vector<std::pair<std::string, std::string>> clipped = {{"d", "3"}, {"n", "6"}, {"param", "sparse_a"}, {"norm", "1/n"},
+      {"x_dist", "uniform:0.5"}, {"eval_tasks", "64"}, {"precision", "float64"}, {"act_clip", "0.5"}};
+  const Analysis rc = analyse(make_point(clipped), planted(layout, theta));
+  TaskLaw far = make_task_law(p);
+  far.x_scale = r.series.at("ood_alpha").back();
+  TaskBatch<double> set;
+  set.resize(AnalysisSets::ood, d, n);
+  const Draw which = draws::ood_alpha(static_cast<int>(r.series.at("ood_alpha").size()) - 1);
+  sample_tasks(far, p.seed, which.stream, which.block, set);
+  double bound = 0;
+  for (int t = 0; t < set.B; ++t) bound += std::pow(std::fabs(set.y[t / kLanes<double>][t % kLanes<double>]) + 0.5, 2) / set.B;
+  EXPECT_GT(r.series.at("ood_alpha_loss_gd").back(), 10 * bound);
+  EXPECT_LE(rc.series.at("ood_alpha_loss_gd").back(), bound);
+  for (const char* method : {"gdpp", "gdpp_tied"})
+    EXPECT_EQ(rc.series.at(std::string("ood_alpha_loss_") + method), r.series.at(std::string("ood_alpha_loss_") + method))
+        << method;
+}
+
 // The context curve reads a linear model's prefixes from each task's token Gram (gram.hpp) and runs any other
 // model on the prefixes themselves.  An act_clip far above every token makes the same model take the second
 // route: both give the same curve, for a 3-layer, 2-head model with full P, Q at 1/n, with a task pool (dMMSE
@@ -459,7 +523,8 @@ TEST(Analysis, InterpolationUndoesTheScaleAndAveragesWithTheTunedConstruction) {
     Pstar(d, d) = -eta;
     const Analysis want = plant((P0 + EP + Pstar) / 2, Q0 + EQ / 2);
     EXPECT_NEAR(r.metrics.at("loss_interp"), want.metrics.at("loss_tf"), 1e-12 * want.metrics.at("loss_tf"));
-    for (const char* f : {"ood_alpha_loss_", "ood_context_loss_"}) {
+    for (const char* f : {"ood_alpha_loss_", "ood_teacher_loss_", "ood_other_loss_", "ood_other_teacher_loss_",
+                          "ood_context_loss_"}) {
       const auto& got = r.series.at(std::string(f) + "interp");
       const auto& tf = want.series.at(std::string(f) + "tf");
       ASSERT_EQ(got.size(), tf.size());

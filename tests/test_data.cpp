@@ -89,6 +89,52 @@ TEST(Data, UniformSphereAndGammaInputs) {
   EXPECT_NEAR(s.max_norm, 1.0, 1e-12);
 }
 
+// [VO23]'s other input laws (create_ood_data): each task's context inputs have Frobenius norm x_scale, the
+// query is divided by the same norm, a third of the tasks draw from each law (the contract's index), and each
+// law has its shape (per task, standardised by the task's RMS): exponential draws are positive with mean/RMS
+// 1/sqrt(2); normal and Laplace draws are symmetric with kurtosis 3 and 6 (a 110-draw sample kurtosis is
+// biased low by ~6/110 and ~35/110).  A teacher scale multiplies w and so every label.
+TEST(Data, OtherInputLawsAndTeacherScale) {
+  const Point p = make_point({{"d", "10"}, {"n", "10"}, {"x_dist", "uniform:0.5"}, {"precision", "float64"}, {"seed", "3"}});
+  TaskLaw law = make_task_law(p);
+  law.other_inputs = true;
+  law.x_scale = 2.0;
+  const int B = 6000;
+  auto draw = [&](double w_scale) {
+    law.w_scale = w_scale;
+    TaskBatch<double> batch;
+    batch.resize(B, p.d, p.n);
+    sample_tasks(law, p.seed, Stream::analysis, 800, batch);
+    return batch;
+  };
+  const TaskBatch<double> batch = draw(3.0), unscaled = draw(1.0);
+  struct Sums { int tasks = 0; double mean = 0, negative = 0, kurtosis = 0; };
+  Sums by_law[3];
+  for (int t = 0; t < B; ++t) {
+    Eigen::MatrixXd X, X1;
+    Eigen::VectorXd y, y1;
+    batch_task(batch, t, &X, &y);
+    batch_task(unscaled, t, &X1, &y1);
+    ASSERT_NEAR(X.leftCols(p.n).norm(), 2.0, 1e-12) << "task " << t;
+    ASSERT_EQ((X - X1).norm(), 0.0);
+    ASSERT_LT((y - 3.0 * y1).cwiseAbs().maxCoeff(), 1e-12 * (1 + y1.cwiseAbs().maxCoeff()));
+    const uint64_t key = rng_key(p.seed, Stream::analysis, 800, static_cast<uint64_t>(t));
+    Sums& a = by_law[std::min(2, static_cast<int>(3.0 * rng_uniform(rng_key(key, kOtherLaw), 0)))];
+    const Eigen::ArrayXd x = X.topRows(p.d).reshaped().array();
+    const double m2 = x.square().mean();
+    ++a.tasks;
+    a.mean += x.mean() / std::sqrt(m2);
+    a.negative += static_cast<double>((x < 0).count()) / x.size();
+    a.kurtosis += x.pow(4).mean() / (m2 * m2);
+  }
+  for (const Sums& a : by_law) EXPECT_NEAR(a.tasks, B / 3.0, 4 * std::sqrt(B * 2.0 / 9));
+  EXPECT_EQ(by_law[0].negative, 0.0);
+  EXPECT_NEAR(by_law[0].mean / by_law[0].tasks, 1 / std::sqrt(2.0), 0.01);
+  for (const Sums* a : {&by_law[1], &by_law[2]}) EXPECT_NEAR(a->negative / a->tasks, 0.5, 0.005);
+  EXPECT_NEAR(by_law[1].kurtosis / by_law[1].tasks, 3.0 - 6.0 / 110, 0.1);
+  EXPECT_NEAR(by_law[2].kurtosis / by_law[2].tasks, 6.0 - 35.0 / 110, 0.4);
+}
+
 // [A24]'s heavy-tailed law x = sqrt(G) u, G ~ Gamma(k, scale sqrt(10/k)) (its linear_transformer.py):
 // |x|^2 = G, so E|x|^2 = sqrt(10 k) = 1 at k = 0.1 and Var|x|^2 = k (10/k) = 10.  At k = 2.5 and d = 5
 // the scale is 2, G is chi-square with 5 degrees of freedom and x is exactly N(0, I_5).
@@ -210,6 +256,8 @@ TEST(Data, SampleTasksMatchesTheScalarReferenceBitwise) {
   struct Shape { int d, n; };                      // m = d + (n+1) d + n normals: 3, 19, 22, 43
   struct Input { std::string x_dist, cov; };
   struct DrawOf { uint64_t seed; Stream stream; uint64_t block; };
+  struct Shift { double x_scale, w_scale; bool other_inputs; };   // the analysis's out-of-distribution laws
+  const std::vector<Shift> shifts = {{1.0, 1.0, false}, {2.5, 1.0, false}, {1.0, 3.0, false}, {2.5, 0.5, true}};
   const std::vector<DrawOf> draw_keys = {{0, Stream::train, 7}, {1, Stream::eval, 0}, {987654321, Stream::analysis, 301}};
   int cases = 0, checked = 0;
   for (const Shape sh : {Shape{1, 1}, Shape{2, 5}, Shape{3, 4}, Shape{4, 7}}) {
@@ -225,14 +273,18 @@ TEST(Data, SampleTasksMatchesTheScalarReferenceBitwise) {
             const Point p = test::make_point({{"d", std::to_string(sh.d)}, {"n", std::to_string(sh.n)},
                                               {"x_dist", in.x_dist}, {"cov", in.cov}, {"w_prior", w_prior},
                                               {"noise", noise}, {"seed", std::to_string(dr.seed)}});
-            for (const double x_scale : {1.0, 2.5}) {
+            for (const Shift shift : shifts) {
               TaskLaw law = make_task_law(p);
-              law.x_scale = x_scale;
+              law.x_scale = shift.x_scale;
+              law.w_scale = shift.w_scale;
+              law.other_inputs = shift.other_inputs;
+              if (law.other_inputs && in.x_dist != "gaussian") continue;   // the other laws ignore x_dist
               ++cases;
               for (const int B : {1, 3, 17}) {
                 const std::string where = "d=" + std::to_string(sh.d) + " n=" + std::to_string(sh.n) + " x_dist=" +
                                           in.x_dist + " cov=" + in.cov + " w_prior=" + w_prior + " noise=" + noise +
-                                          " seed=" + std::to_string(dr.seed) + " x_scale=" + std::to_string(x_scale) +
+                                          " seed=" + std::to_string(dr.seed) + " x_scale=" + std::to_string(shift.x_scale) +
+                                          " w_scale=" + std::to_string(shift.w_scale) + " other=" + std::to_string(shift.other_inputs) +
                                           " B=" + std::to_string(B);
                 for (const Sampler sampler : {Sampler::v1, Sampler::v2}) {
                   law.sampler = sampler;
@@ -247,7 +299,8 @@ TEST(Data, SampleTasksMatchesTheScalarReferenceBitwise) {
             }
           }
   }
-  EXPECT_EQ(cases, 4 * 7 * 2 * 4 * 3 * 2 + 4 * 1 * 4 * 3 * 2);   // rotated_per_task: w_prior = identity only
+  // rotated_per_task: w_prior = identity only; the other laws: the 4 gaussian covariances only
+  EXPECT_EQ(cases, (4 * 7 * 2 * 4 * 3 + 4 * 1 * 4 * 3) * 3 + (4 * 3 * 2 * 4 * 3 + 4 * 1 * 4 * 3));
   EXPECT_EQ(checked, cases * 3 * 3);
 }
 

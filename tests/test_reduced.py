@@ -34,7 +34,11 @@ class FakeSweep:
               "noise": np.array(["none", "none", "none", "uniform:2"]),
               "status": np.array(["ok", "ok", "ok", "failed"])}
     metrics = {"test_loss": np.array([0.5, 0.25, 0.4, np.nan])}
+    analysis_names = ["ood_teacher_loss_tf"]
     size = 4
+
+    def analysis(self, name):
+        return np.array([[1.0, 2.0, np.nan], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0], [np.nan] * 3])
 
 
 s = FakeSweep()
@@ -46,6 +50,10 @@ raises(lambda: pick(s, "heads=3", "test_loss"), "a selector picking no point is 
 raises(lambda: pick(s, "heads=2;replica=1", "test_loss"), "a point that did not finish is refused")
 raises(lambda: pick(s, "layers=1", "test_loss"), "an unknown option is refused")
 raises(lambda: pick(s, "heads=2;replica=0", "loss_gd"), "an unknown metric is refused")
+expect(pick(s, "heads=2;replica=0", "ood_teacher_loss_tf[2]") == 5.0, "column 2 of an /analysis series")
+raises(lambda: pick(s, "heads=1;replica=0", "ood_teacher_loss_tf[2]"), "a NaN (padding) column is refused")
+raises(lambda: pick(s, "heads=2;replica=0", "ood_teacher_loss_tf[3]"), "a column beyond the series is refused")
+raises(lambda: pick(s, "heads=2;replica=0", "ood_alpha_loss_tf[0]"), "an unknown series is refused")
 expect(within(1.0 + 0.9e-5, 1.0, 1e-5)[0], "inside the relative tolerance")
 expect(not within(1.0 + 1.1e-5, 1.0, 1e-5)[0], "beyond the relative tolerance")
 expect(not within(math.nan, 1.0, 1.0)[0], "NaN is never within")

@@ -243,6 +243,28 @@ def steps_to_gd(outdir, h5):
         check(r["step"] == (str(near[0]) if near else ""), f"{r['condition']} replica {r['replica']}: step {r['step']!r}")
 
 
+def fixed_set(outdir, h5):
+    """fixed_set.csv against the file: a row per set size B, its replicas, the trained / GD - 1 and the
+    alignment as mean and s.e. over replicas of the per-point values, and the training-set loss the last
+    finite train_loss (1/2 MSE: the report ran with --half)."""
+    sweep = icl_sweep.open_sweep(h5)
+    with open(os.path.join(outdir, "fixed_set.csv")) as f:
+        rows = list(csv.DictReader(f))
+    sizes = sorted(set(int(b) for b in sweep.points["batch"]))
+    check([int(r["B"]) for r in rows] == sizes, f"fixed_set.csv: a row per set size {sizes}")
+    m = sweep.metrics
+    for r in rows:
+        i = np.flatnonzero(sweep.points["batch"] == int(r["B"]))
+        rel = 100 * (m["loss_tf"][i] / m["loss_gd"][i] - 1)
+        se = rel.std(ddof=1) / np.sqrt(len(i))
+        train = np.mean([row[np.isfinite(row)][-1] / 2 for row in sweep.curves["train_loss"][i]])
+        check(int(r["replicas"]) == len(i) and abs(float(r["trained / GD - 1 (%)"]) - rel.mean()) <= 5e-3 * abs(rel.mean())
+              and abs(float(r["trained s.e."]) - se) <= 0.05 * se and abs(float(r["final train loss"]) / train - 1) < 1e-3
+              and abs(float(r["cos with GD"]) - m["align_gd_cos"][i].mean()) < 1e-4,
+              f"B = {r['B']}: trained / GD - 1 {r['trained / GD - 1 (%)']}% ({rel.mean():.4g}), s.e. {r['trained s.e.']}, "
+              f"train loss {r['final train loss']} ({train:.4g}), cos {r['cos with GD']}")
+
+
 def depth(outdir, h5):
     """depth_alpha.csv of a tied sparse_a sweep with residual 1/L: a row per (condition, n, L); the ISO theory
     column is d times depth_theory.iso_loss; trained / GD the mean of the replicas' ratios; and every ISO and RRS model's loss
@@ -324,6 +346,8 @@ def depth_theory():
 if __name__ == "__main__":
     if sys.argv[1] == "outputs":
         outputs(sys.argv[2], sys.argv[3], sys.argv[4:])
+    elif sys.argv[1] == "fixed_set":
+        fixed_set(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "steps_to_gd":
         steps_to_gd(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "weights":

@@ -43,6 +43,18 @@ done
   || failures=$((failures + 1))
 "$py" "$src/test_report.py" steps_to_gd "$dir/vo23_fig15_report" "$dir/vo23_fig15.h5" || failures=$((failures + 1))
 
+# A fixed set of B tasks ([VO23] Fig. 16, the reduced preset): fixed_set.png and its table against the file; the
+# out-of-distribution grid (Fig. 6); --where keeps the points with the values named.
+mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/vo23_fig16.ini" -o "$dir/fig16.h5" --quiet \
+  && report "$dir/fig16.h5" -o "$dir/fig16_report" --half --quiet >/dev/null 2>&1 && ok "reduced vo23_fig16 and its report" \
+  || fail "reduced vo23_fig16"
+"$py" "$src/test_report.py" outputs "$dir/fig16_report" "$dir/fig16.h5" fixed_set.png ood_grid.png ood_teacher.png \
+  ood_other.png ood_other_teacher.png || failures=$((failures + 1))
+"$py" "$src/test_report.py" fixed_set "$dir/fig16_report" "$dir/fig16.h5" || failures=$((failures + 1))
+report "$dir/fig16.h5" -o "$dir/fig16_where" --where batch=2048 --quiet >/dev/null 2>&1 \
+  && [ "$(tail -n +2 "$dir/fig16_where/fixed_set.csv" | wc -l)" -eq 1 ] && grep -q ",2048," "$dir/fig16_where/fixed_set.csv" \
+  && ok "--where batch=2048 keeps one set size" || fail "--where: $(cat "$dir/fig16_where/fixed_set.csv" 2>&1)"
+
 # Depth against context (Bordelon et al. 2025): the reduced model over alpha, its d -> inf theory and the
 # reduced model recomputed from the trained weights (the reduced preset).
 mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/bordelon_alpha.ini" -o "$dir/bordelon.h5" --quiet \
@@ -91,6 +103,9 @@ expect2 "not a results file" "not a readable icl-sweep results file" "$dir/text.
 expect2 "unknown --best" "option '--best' = 'colour': must be an option of the file or 'replica'" "$dir/small.h5" --best colour
 expect2 "unknown --metric" "option '--metric' = 'loss_magic': must be a metric of the file" "$dir/small.h5" --table layers noise --metric loss_magic
 expect2 "unknown --table" "option '--table' = 'depth': must be an option of the file" "$dir/small.h5" --table depth noise
+expect2 "unknown --where option" "option '--where' = 'colour=red': must be OPTION=VALUE" "$dir/small.h5" --where colour=red
+expect2 "--where without a value" "option '--where' = 'layers': must be OPTION=VALUE" "$dir/small.h5" --where layers
+expect2 "--where matching nothing" "option '--where' = 'layers=99': no finished point has these values" "$dir/small.h5" --where layers=99
 # A slow report says what it has done (here forced from the start): a line per stage on stderr, none with --quiet.
 err=$(ICL_REPORT_STAGES_AFTER=0 report "$dir/vo23.h5" -o "$dir/stages_report" 2>&1 >/dev/null)
 quiet=$(ICL_REPORT_STAGES_AFTER=0 report "$dir/vo23.h5" -o "$dir/stages_report" --quiet 2>&1 >/dev/null)

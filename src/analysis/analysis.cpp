@@ -490,8 +490,17 @@ Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& ou
 // interpolates (recurrent single-head lsa models).
 template <class T>
 struct Models {
-  Weights<T> tf, gd, gdpp;
+  Weights<T> tf, gd, gdpp, gdpp_tied;   // the trained model, L steps of GD, of GD++ per step, of tied GD++
   std::optional<Weights<T>> interp;
+  // GD through the trained model's act_clip, as [VO23]'s code runs it (train.py: tr_gd has clip =
+  // config.clip; its rate tuned through it). GD++ stays unclipped, as it is tuned: at its unclipped optimum
+  // the clip binds in distribution (measured at act_clip 10, L = 4-6: loss 2-15 times its own), where the
+  // code's GD++, trained through the clip, is another model (docs/vo23_protocol.md, Fig. 6).
+  Models gd_clipped_like_tf() const {
+    Models c = *this;
+    c.gd.set_act_clip(tf.shape.act_clip);
+    return c;
+  }
 };
 
 // [VO23] App. A.3 (constructed_token_setup.ipynb, cell 7, interpolate_weights): the trained layer's scale
@@ -520,6 +529,7 @@ Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning&
   Models<T> m{{model_shape(p), {}, {}, std::nullopt, {}},
               gdpp_weights<T>(p.d, p.n, std::vector<double>(L, t.closed_form.gd_eta[L - 1]), std::vector<double>(L, 0.0)),
               gdpp_weights<T>(p.d, p.n, t.gdpp_K[L - 1].eta, t.gdpp_K[L - 1].gamma),
+              gdpp_weights<T>(p.d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma),
               std::nullopt};
   if (p.arch == Arch::transformer) {
     m.tf.transformer = transformer_shape(p);
@@ -530,10 +540,7 @@ Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning&
   m.tf.P.resize(layout.PQ_size());
   m.tf.Q.resize(layout.PQ_size());
   layout.expand(theta.data(), m.tf.P.data(), m.tf.Q.data());
-  if (p.heads == 1 && (L == 1 || p.tie)) {
-    const GdppTuned& tied = t.tied_K[L - 1];
-    m.interp = interpolated(m.tf, L == 1 ? m.gd : gdpp_weights<T>(p.d, p.n, tied.eta, tied.gamma));
-  }
+  if (p.heads == 1 && (L == 1 || p.tie)) m.interp = interpolated(m.tf, L == 1 ? m.gd : m.gdpp_tied);
   return m;
 }
 
@@ -579,7 +586,7 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   Named M(out.metrics);
   const Readouts<T> run_tf = run_model(m.tf, eval_set, true, stop), run_gd = run_model(m.gd, eval_set, true, stop),
                run_gdpp = run_model(m.gdpp, eval_set, true, stop),
-               run_gdpp_tied = run_model(gdpp_weights<T>(d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma), eval_set, true, stop);
+               run_gdpp_tied = run_model(m.gdpp_tied, eval_set, true, stop);
   const std::vector<double> y = labels(eval_set);
   const TaskSet es = task_set(eval_set, bases, pool, stop);
   const Losses base = baseline_losses(p, es, cf, true);
@@ -692,7 +699,7 @@ void noise_levels(const Point& p, const TaskLaw& law, const Bases& bases, const 
 template <class T>
 Models<T> at_length(const Point& p, const Models<T>& m, int n_k) {
   Models<T> mk = m;
-  for (Weights<T>* w : {&mk.tf, &mk.gd, &mk.gdpp}) w->set_context(n_k);
+  for (Weights<T>* w : {&mk.tf, &mk.gd, &mk.gdpp, &mk.gdpp_tied}) w->set_context(n_k);
   if (!mk.tf.transformer) mk.tf.shape.c = attention_c(p, n_k);
   if (mk.interp) {
     mk.interp->set_context(n_k);
@@ -701,28 +708,47 @@ Models<T> at_length(const Point& p, const Models<T>& m, int n_k) {
   return mk;
 }
 
-// The models every out-of-distribution curve follows: the trained one, GD, GD++ and (where made) interp.
+// The models every out-of-distribution curve follows: the trained one, GD, GD++, tied GD++ and (where made)
+// interp.
 template <class T>
 std::vector<std::pair<Method, const Weights<T>*>> ood_models(const Models<T>& m) {
-  std::vector<std::pair<Method, const Weights<T>*>> v = {{Method::tf, &m.tf}, {Method::gd, &m.gd}, {Method::gdpp, &m.gdpp}};
+  std::vector<std::pair<Method, const Weights<T>*>> v = {
+      {Method::tf, &m.tf}, {Method::gd, &m.gd}, {Method::gdpp, &m.gdpp}, {Method::gdpp_tied, &m.gdpp_tied}};
   if (m.interp) v.push_back({Method::interp, &*m.interp});
   return v;
 }
 
-// Out of distribution: input scale alpha, and context length M != n (c = 1/M under norm = 1/n).
-template <class T>
-void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& m, Analysis& out, const std::atomic<bool>* stop) {
-  Named S(out.series);
-  const std::vector<double> alphas = {0.25, 0.5, 1.0, 2.0, 4.0};
-  S[Metric::ood_alpha] = alphas;
-  for (size_t k = 0; k < alphas.size(); ++k) {
+// One out-of-distribution curve at the training length: for each value, AnalysisSets::ood tasks of the law
+// `shift(law, value)` drawn from `which(k)`, and the loss of every ood_models model on them.
+template <class T, size_t K, class Shift>
+void ood_curve(const Point& p, const TaskLaw& law, const Models<T>& m, const double (&values)[K], Metric axis,
+               Family family, Draw (*which)(int), Shift shift, Named<std::vector<double>>& S, const std::atomic<bool>* stop) {
+  S[axis] = std::vector<double>(values, values + K);
+  for (size_t k = 0; k < K; ++k) {
     TaskLaw lk = law;
-    lk.x_scale = alphas[k];
-    const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_alpha(k), kOodTasks);
+    shift(lk, values[k]);
+    const TaskBatch<T> set = draw<T>(lk, p.seed, which(static_cast<int>(k)), kOodTasks);
     const std::vector<double> yk = labels(set);
     for (const auto& [method, w] : ood_models(m))
-      S[{Family::ood_alpha_loss, method}].push_back(mse(run_model(*w, set, false, stop).final(), yk));
+      S[{family, method}].push_back(mse(run_model(*w, set, false, stop).final(), yk));
   }
+}
+
+// Out of distribution (OodScales): input scale, teacher scale, [VO23]'s other input laws at an input range
+// and with a teacher scale; and context length M != n (c = 1/M under norm = 1/n).  GD runs through the
+// trained model's act_clip, as in [VO23]'s code: far out, a clipped model's loss plateaus.
+template <class T>
+void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& trained, Analysis& out, const std::atomic<bool>* stop) {
+  Named S(out.series);
+  const Models<T> m = trained.gd_clipped_like_tf();
+  ood_curve(p, law, m, OodScales::input, Metric::ood_alpha, Family::ood_alpha_loss, draws::ood_alpha,
+            [](TaskLaw& l, double a) { l.x_scale = a; }, S, stop);
+  ood_curve(p, law, m, OodScales::teacher, Metric::ood_teacher, Family::ood_teacher_loss, draws::ood_teacher,
+            [](TaskLaw& l, double a) { l.w_scale = a; }, S, stop);
+  ood_curve(p, law, m, OodScales::other, Metric::ood_other, Family::ood_other_loss, draws::ood_other,
+            [](TaskLaw& l, double a) { l.other_inputs = true; l.x_scale = a; }, S, stop);
+  ood_curve(p, law, m, OodScales::other, Metric::ood_other_teacher, Family::ood_other_teacher_loss,
+            draws::ood_other_teacher, [](TaskLaw& l, double a) { l.other_inputs = true; l.w_scale = a; }, S, stop);
   const std::vector<double> lengths = {std::max(1.0, std::floor(p.n / 2.0)), double(p.n), 2.0 * p.n};
   S[Metric::ood_context] = lengths;
   for (size_t k = 0; k < lengths.size(); ++k) {

@@ -64,6 +64,15 @@ int64_t uniform_index(uint64_t key, int64_t count) {
   return std::min(count - 1, static_cast<int64_t>(rng_uniform(key, 0) * static_cast<double>(count)));
 }
 
+// [VO23]'s other input laws: which one a task draws from (0 exponential, 1 normal, 2 Laplace), and one draw
+// of it from the task's normal g (as T) or its uniform u.
+int other_law(uint64_t key) { return static_cast<int>(uniform_index(rng_key(key, kOtherLaw), 3)); }
+double other_draw(int law, double g, double u) {
+  if (law == 1) return g;
+  if (law == 0) return -std::log(u);
+  return u < 0.5 ? std::log(2.0 * u) : -std::log(2.0 - 2.0 * u);
+}
+
 }  // namespace
 
 double typical_input_scale(XDist x_dist, double x_param, int d) {
@@ -246,6 +255,8 @@ void draw_w(const TaskLaw& law, Chunk<T>& k) {
       const int64_t member = uniform_index(rng_key(k.keys[v], kPoolIndex), law.pool.cols());
       for (int i = 0; i < d; ++i) k.w[i][v] = static_cast<T>(law.pool(i, member));
     }
+  if (law.w_scale != 1.0)
+    for (int i = 0; i < d; ++i) k.w[i] *= static_cast<T>(law.w_scale);
 }
 
 // The input laws: each writes rows 0..d-1 of the chunk's tokens Z (row i, token j at Z[i N + j]).
@@ -317,8 +328,27 @@ void x_radial(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
   }
 }
 
+// [VO23]'s other input laws (create_ood_data): per task exponential, normal or Laplace draws s, divided by the
+// Frobenius norm of the context's draws.
+template <class T>
+void x_other(const TaskLaw&, const Chunk<T>& k, Lane<T>* Z) {
+  const int d = k.d, n = k.n, N = k.N;
+  const Lane<T>* g = k.g();
+  for (int v = 0; v < kLanes<T>; ++v) {
+    const int law = other_law(k.keys[v]);
+    const auto s = [&](int j, int i) { return other_draw(law, g[j * d + i][v], rng_uniform(k.keys[v], 2 * k.mp + 1 + j * d + i)); };
+    double F2 = 0.0;
+    for (int j = 0; j < n; ++j)
+      for (int i = 0; i < d; ++i) F2 = fused_madd(s(j, i), s(j, i), F2);
+    const double F = std::sqrt(F2);
+    for (int j = 0; j < N; ++j)
+      for (int i = 0; i < d; ++i) Z[i * N + j][v] = static_cast<T>(s(j, i) / F);
+  }
+}
+
 template <class T>
 XSampler<T> x_sampler(const TaskLaw& law) {
+  if (law.other_inputs) return x_other<T>;
   switch (law.x_dist) {
     case XDist::gaussian: return law.task_spectrum.size() ? x_gaussian_per_task<T> : x_gaussian<T>;
     case XDist::uniform: return x_uniform<T>;

@@ -92,11 +92,12 @@ double analysis_flops(const Point& p) {
   const double evaluation = E * (per_task + 3 * ref + 2 * sum_ref / 3 + spectra + dmmse + 10 * d * (65 + L));
   const double pool = p.task_pool > 0 ? E * set_task_flops(p, n, true) : 0.0;
   const double noise = 8.0 * AnalysisSets::noise * set_task_flops(p, n, false);
-  double ood = 5.0 * AnalysisSets::ood * (per_task + 2 * ref) / 3;
+  // Each set through the trained model and its three references (GD, GD++, tied GD++), forward only.
+  double ood = OodScales::sets * AnalysisSets::ood * (per_task + 3 * ref) / 3;
   for (int m : {std::max(1, n / 2), n, 2 * n}) {
     Point q = p;
     q.n = m;
-    ood += AnalysisSets::ood * (flops_per_task(q) + 2 * reference_flops(p, L, m)) / 3;
+    ood += AnalysisSets::ood * (flops_per_task(q) + 3 * reference_flops(p, L, m)) / 3;
   }
   double rollout = 0;
   if (p.rollout > 0) {

@@ -12,6 +12,7 @@
 // Tuning (ConstRR's lambda, TunedRR's (c, t), GD's eta per K, GD++'s (eta, gamma) per step) uses a
 // separate seeded tuning set (Stream::tune), never the evaluation set.
 #include <atomic>
+#include <iterator>
 #include <vector>
 
 #include "icl/base/point.hpp"
@@ -25,6 +26,22 @@ namespace icl {
 struct AnalysisSets {
   static constexpr int tune = 16000, tune_model = 2000, gdpp_validation = 10000, noise = 1000, ood = 1000,
                        context = 2000;   // context_curve's set (of length n_test; every length is its prefixes)
+};
+
+// The out-of-distribution curves at the training length, AnalysisSets::ood tasks per value, each with the
+// trained model, GD (through the model's act_clip, as [VO23]'s code), GD++, tied GD++ and (where made) the
+// interpolation ([VO23] Fig. 2 right, Fig. 6):
+//   input      x -> alpha x (the point's own input law)
+//   teacher    w -> alpha w
+//   other      [VO23]'s other input laws (create_ood_data: exponential, normal or Laplace per task) at input
+//              range alpha: x = alpha s / |S|_F, |S|_F the Frobenius norm of the task's context draws
+//   other_teacher  the other laws at input range 1, w -> alpha w
+// The context-length curve (ood_context) is separate: its sets have other lengths.
+struct OodScales {
+  static constexpr double input[] = {0.25, 0.5, 1.0, 2.0, 4.0};
+  static constexpr double teacher[] = {0.5, 1.0, 2.0, 3.0, 4.0, 5.0};
+  static constexpr double other[] = {0.5, 1.0, 2.0, 3.0, 4.0, 5.0};
+  static constexpr int sets = std::size(input) + std::size(teacher) + 2 * std::size(other);
 };
 
 // Runs every analysis on `trained` (status ok) of point p, on the same evaluation set as training (redrawn

@@ -55,6 +55,11 @@
   X(noise_loss, "MSE per noise level (columns follow noise_sigma), 1,000 tasks each, of %s", kMse)                 \
   X(ood_alpha_loss, "MSE per input scale (columns follow ood_alpha) of %s", kMse)                                  \
   X(ood_context_loss, "MSE per context length (columns follow ood_context) of %s", kMse)                           \
+  X(ood_teacher_loss, "MSE per teacher scale (columns follow ood_teacher) of %s", kMse)                            \
+  X(ood_other_loss, "MSE per input range of [VO23]'s other input laws (columns follow ood_other) of %s", kMse)      \
+  X(ood_other_teacher_loss,                                                                                        \
+    "MSE per teacher scale on [VO23]'s other input laws at input range 1 (columns follow ood_other_teacher) of %s", \
+    kMse)                                                                                                          \
   X(context_loss, "MSE per context length (columns follow context_length; 2,000 fresh tasks each) of %s", kMse)    \
   X(pool_loss, "MSE on pool tasks (fresh inputs and noise, w from the training pool; task_pool > 0) of %s", kMse)
 
@@ -119,6 +124,11 @@
   X(noise_sigma, "noise levels of the per-level evaluation (multiples of the training maximum)", "sigma")          \
   X(ood_alpha, "input scales alpha of the out-of-distribution evaluation (x -> alpha x)", "factor")                \
   X(ood_context, "context lengths M of the out-of-distribution evaluation (c = 1/M under norm = 1/n)", "tokens")   \
+  X(ood_teacher, "teacher scales alpha of the out-of-distribution evaluation (w -> alpha w)", "factor")            \
+  X(ood_other, "input ranges alpha of [VO23]'s other input laws (per task exponential, normal or Laplace draws S, " \
+    "x = alpha S / |S_context|_F: the context's inputs have Frobenius norm alpha)", "Frobenius norm")              \
+  X(ood_other_teacher, "teacher scales alpha on [VO23]'s other input laws at input range 1 (w -> alpha w)",         \
+    "factor")                                                                                                      \
   X(sigma, "input covariance Sigma, d x d row-major", "covariance")                                                \
   X(precond_product, "per layer, P corner times Q block summed over heads (gauge-free), L x d x d row-major",      \
     "our sign: the Q block is minus the preconditioner")                                                           \

@@ -34,6 +34,9 @@ constexpr Draw validate_gdpp{Stream::tune, 2};       // GD++ selection among loc
 inline Draw noise_level(int k) { return {Stream::analysis, 100 + static_cast<uint64_t>(k)}; }
 inline Draw ood_alpha(int k) { return {Stream::analysis, 200 + static_cast<uint64_t>(k)}; }
 inline Draw ood_context(int k) { return {Stream::analysis, 300 + static_cast<uint64_t>(k)}; }
+inline Draw ood_teacher(int k) { return {Stream::analysis, 400 + static_cast<uint64_t>(k)}; }
+inline Draw ood_other(int k) { return {Stream::analysis, 800 + static_cast<uint64_t>(k)}; }
+inline Draw ood_other_teacher(int k) { return {Stream::analysis, 900 + static_cast<uint64_t>(k)}; }
 inline Draw context_length(int k) { return {Stream::analysis, 1000 + static_cast<uint64_t>(k)}; }   // the set of context_curve = k <= 2^20
 constexpr Draw landscape_full{Stream::analysis, 500};     // the full-batch gradient of the noise measurement
 inline Draw landscape_batch(int k) { return {Stream::analysis, 600 + static_cast<uint64_t>(k)}; }
@@ -44,6 +47,7 @@ constexpr Draw landscape_fixed{Stream::analysis, 700};    // drawn with kFixedSe
 constexpr Stream kGammaNormals = Stream::init, kGammaUniforms = Stream::train, kGammaRadius = Stream::eval;
 constexpr Stream kPoolIndex = Stream::pool, kContextIndex = Stream::contexts;   // which pool task, which context
 constexpr Stream kTaskRotation = Stream::rotation;   // cov = rotated_per_task: the task's own U
+constexpr Stream kOtherLaw = Stream::tune;            // [VO23]'s other input laws: which law a task draws from
 
 inline uint64_t mix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

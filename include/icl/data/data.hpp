@@ -28,6 +28,8 @@ struct TaskLaw {
   NoiseKind noise = NoiseKind::none;
   std::vector<double> noise_sigma;
   double x_scale = 1.0;         // out-of-distribution inputs: every x multiplied by this (labels follow)
+  double w_scale = 1.0;         // out-of-distribution teachers: every w multiplied by this (linear tasks)
+  bool other_inputs = false;    // [VO23]'s other input laws (the analysis's OOD sets only; contract step 3)
   Eigen::MatrixXd pool;         // d x M: w drawn uniformly from these columns (empty: w from the prior)
   int64_t contexts = 0;         // > 0: every task is one of this many fixed contexts
   Sampler sampler = Sampler::v2;   // the normals' stream (data/normals.hpp)
@@ -97,7 +99,8 @@ struct TaskBatch {
 //     normals_v2::box_muller(b >> 40, (b >> 8) & 0xffffff) (data/normals.hpp) instead.
 //  2. w (T): w_i = normal i, or sum_k T(w_half(i,k)) normal k when w_half is set; with a pool of M columns,
 //     w_i = T(pool(i, m)) instead, m = min(M - 1, floor(M rng_uniform(rng_key(k, kPoolIndex), 0))).  Pool
-//     column m is w_half g (or g) in double, g = rng_normals(rng_key(seed, Stream::pool, m), 0, d).
+//     column m is w_half g (or g) in double, g = rng_normals(rng_key(seed, Stream::pool, m), 0, d).  Then,
+//     when w_scale != 1, every w_i *= T(w_scale).
 //  3. x_j (T), coordinate i of token j = 0..n, from g_ji = normal d + j d + i:
 //       gaussian  g_ji, or sum_k T(Sigma_half(i,k)) g_jk when Sigma_half is set, or with a task spectrum l
 //                 sum_k T(A(i,k)) g_jk, A = haar_rotation(d, rng_key(k, kTaskRotation)) diag(sqrt l) in double
@@ -110,6 +113,12 @@ struct TaskBatch {
 //                 kGammaUniforms), 0, 1, ..); for a < 1 uniform 0 gives the boost U^(1/a) and a += 1; then
 //                 dd = a - 1/3, c = 1/sqrt(9 dd), repeat { z = next normal, v = 1 + c z, skip if v <= 0,
 //                 v = v^3, u = next uniform } until log u < z^2/2 + dd - dd v + dd log v; G = scale dd v boost.
+//       other     (other_inputs, whatever x_dist says: [VO23]'s create_ood_data) law f = min(2, floor(3 u_f)),
+//                 u_f = rng_uniform(rng_key(k, kOtherLaw), 0); in double, s_ji = T's g_ji (f = 1, normal),
+//                 -log u_ji (f = 0, exponential) or, f = 2 (Laplace), log(2 u_ji) when u_ji < 1/2 and
+//                 -log(2 - 2 u_ji) otherwise, u_ji = rng_uniform(k, 2mp + 1 + j d + i); x_ji = T(s_ji / F),
+//                 F = sqrt(sum over context tokens j < n and i of s_ji^2), summed in that order (j outer): the
+//                 context's inputs have Frobenius norm 1, and the query is divided by the context's F.
 //     then, when x_scale != 1, every x_ji *= T(x_scale).
 //  4. sigma (double) from us = rng_uniform(k, 2mp): none 0, fixed s_0, uniform s_0 us,
 //     set s[min(size-1, floor(us size))].

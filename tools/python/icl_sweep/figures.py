@@ -284,10 +284,74 @@ def alignment(r):
              "identical direction), mean over replicas.", "alignment")
 
 
+# The out-of-distribution curves (analysis.hpp, OodScales): axis, x label, title, the training value's x
+# ("n": the point's context length; None: the axis has none).
+OOD_CURVES = (("ood_alpha", "input scale alpha (x -> alpha x)", "Input scale", 1.0),
+              ("ood_teacher", "teacher scale alpha (w -> alpha w)", "Teacher scale", 1.0),
+              ("ood_other", "input range alpha of the other laws (|X_context|_F = alpha)", "Other input laws", None),
+              ("ood_other_teacher", "teacher scale alpha, other input laws at range 1", "Other input laws, teacher scale", 1.0),
+              ("ood_context", "context length M", "Context length", "n"))
+
+
+MAX_OOD_ROWS = 8   # ood_grid draws at most this many conditions (icl-report --where picks others)
+
+
+def _ood_references(r, idx):
+    """The references of a condition's out-of-distribution curves: L-step GD, and for L > 1 GD++, tied for
+    recurrent models (as [VO23]'s code compares them; files before tied GD++ had these curves: per-step)."""
+    layers = int(r.sweep.points["layers"][idx[0]])
+    tied = str(r.sweep.points["tie"][idx[0]]) == "true" and "ood_alpha_loss_gdpp_tied" in r.sweep.analysis_names
+    return ("gd",) if layers == 1 else ("gd", "gdpp_tied" if tied else "gdpp")
+
+
+def _ood_panel(r, ax, curve, idx, title, fontsize=9):
+    """One out-of-distribution curve of one condition: the trained model and (where made) the interpolation,
+    mean and range over replicas, beside its references, the training value in grey."""
+    axis, xname, _, trained_at = curve
+    xs = r.sweep.analysis(axis)[idx[0]]
+    for ref in _ood_references(r, idx):
+        plot.baseline_line(ax, xs, stats(r.scale(r.sweep.analysis(f"{axis}_loss_{ref}")[idx]))[0], ref)
+    plot.band(ax, xs, r.scale(r.sweep.analysis(f"{axis}_loss_tf")[idx]), "trained", **plot.model_style(0))
+    interp = r.sweep.analysis(f"{axis}_loss_interp")
+    if interp.shape[1] and np.isfinite(interp[idx]).any():
+        plot.band(ax, xs, r.scale(interp[idx]), "interpolated", **plot.model_style(1))
+    if trained_at is not None:
+        ax.axvline(r.sweep.points["n"][idx[0]] if trained_at == "n" else trained_at, color="#aaaaaa", linewidth=4,
+                   alpha=0.5, label="training value")
+    ax.set_xlabel(xname, fontsize=fontsize)
+    ax.set_ylabel(f"loss ({r.scale.name})")
+    ax.set_title(title, fontsize=fontsize)
+    ax.set_xscale("log", base=2)
+    plot.log_if_positive(ax)
+    ax.grid(alpha=0.3)
+
+
+def ood_grid(r):
+    """[VO23] Fig. 6: a row per condition, a column per out-of-distribution curve at the training length."""
+    curves = [c for c in OOD_CURVES if c[3] != "n" and c[0] in r.sweep.analysis_names]
+    if not curves:
+        return
+    rest = [a for a in r.view.axes if a != "replica"]
+    groups = list(r.view.groups(rest).items())[:MAX_OOD_ROWS]
+    fig, axes = plot.panels(len(groups) * len(curves), columns=len(curves))
+    for row, (key, idx) in enumerate(groups):
+        for col, curve in enumerate(curves):
+            _ood_panel(r, axes[row * len(curves) + col], curve, idx,
+                       f"{curve[2]}: {label(rest, key)}" if rest else curve[2], fontsize=8)
+    r.figure(plot.save(fig, r.outdir, "ood_grid.png", "Out of distribution: every curve ([VO23] Fig. 6)"),
+             "Out of distribution: every curve ([VO23] Fig. 6)",
+             "A row per condition (at most 8; icl-report --where picks others), a column per curve at the training "
+             "length: input scale, teacher scale, [VO23]'s other input laws (exponential, normal or Laplace per task, "
+             "the context scaled to Frobenius norm alpha) and the same with the teacher scaled. Trained model and "
+             "interpolation: mean over replicas, range shaded; dashed: L-step GD and GD++ (tied GD++ for recurrent "
+             f"models), each through the model's act_clip. {r.scale.note}", "ood")
+
+
 def out_of_distribution(r):
-    """Input scale alpha and context length M outside training, for the model, GD and GD++."""
-    for axis, xname, title in (("ood_alpha", "input scale alpha (x -> alpha x)", "Input scale"),
-                               ("ood_context", "context length M", "Context length")):
+    """Each out-of-distribution curve (input and teacher scale, [VO23]'s other input laws, context length) for
+    the deepest models, GD and GD++."""
+    for curve in OOD_CURVES:
+        axis, title = curve[0], curve[2]
         if axis not in r.sweep.analysis_names:
             continue
         groups = r.view.groups(r.view.axes)
@@ -299,19 +363,8 @@ def out_of_distribution(r):
         groups = dict(list(groups.items())[:9])
         fig, axes = plot.panels(len(groups))
         for ax, (key, idx) in zip(axes, groups.items()):
-            xs = r.sweep.analysis(axis)[idx[0]]
-            for ref in ("gd", "gdpp"):
-                plot.baseline_line(ax, xs, stats(r.scale(r.sweep.analysis(f"{axis}_loss_{ref}")[idx]))[0], ref)
-            plot.band(ax, xs, r.scale(r.sweep.analysis(f"{axis}_loss_tf")[idx]), "trained", **plot.model_style(0))
-            ax.axvline(r.sweep.points["n"][idx[0]] if axis == "ood_context" else 1, color="#aaaaaa", linewidth=4,
-                       alpha=0.5, label="training value")
-            ax.set_xlabel(xname)
-            ax.set_ylabel(f"loss ({r.scale.name})")
-            ax.set_title(label(r.view.axes, key) if r.view.axes else r.sweep_name, fontsize=9)
-            ax.set_xscale("log", base=2)
-            plot.log_if_positive(ax)
-            ax.grid(alpha=0.3)
+            _ood_panel(r, ax, curve, idx, label(r.view.axes, key) if r.view.axes else r.sweep_name)
         r.figure(plot.save(fig, r.outdir, f"{axis}.png", f"Out of distribution: {title.lower()}"),
                  f"Out of distribution: {title.lower()}",
-                 f"The deepest trained models (L = {deepest}) against L-step GD and GD++ away from the training "
-                 f"value (grey), mean over replicas. {r.scale.note}", "ood")
+                 f"The deepest trained models (L = {deepest}) against L-step GD and GD++ (tied GD++ for recurrent "
+                 f"models) away from the training value (grey), mean over replicas. {r.scale.note}", "ood")

@@ -5,7 +5,7 @@ beside as many damped GD steps."""
 import numpy as np
 
 from . import plot
-from .groups import label
+from .groups import label, stats
 
 COPY = (("copy_own", "d t_k / d x_k (own)", "-"), ("copy_next", "d t_k / d x_{k+1} (next)", "--"),
         ("copy_other", "others", ":"))
@@ -130,3 +130,86 @@ def replica_curves(r):
              "One line per replica (conditions with at least 3), dashed red: L-step GD at its tuned rate (mean over "
              f"the replicas). A seed on a plateau leaves it late; steps_to_gd.csv has each replica's first step "
              f"within {NEAR_GD:.0%} of its GD loss. {r.scale.note}", "training")
+
+
+def _mean_se(values):
+    """Mean and standard error over the finite values."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v)]
+    return (float(v.mean()), float(v.std(ddof=1) / np.sqrt(len(v))) if len(v) > 1 else float("nan")) if len(v) \
+        else (float("nan"), float("nan"))
+
+
+def fixed_set(r):
+    """[VO23] Fig. 16 (App. A.12): models trained on one fixed set of `batch` tasks (refresh >= steps: the batch
+    of step 0 is the whole training set), against L-step GD at its tuned rate: the loss on the training set
+    and on fresh tasks over training, and per set size the trained model's and the interpolation's loss
+    relative to GD and the alignment with GD (fixed_set.csv)."""
+    fixed = r.view.mask & (r.sweep.points["refresh"] >= r.sweep.points["steps"])
+    if not fixed.any() or "loss_gd" not in r.sweep.metrics:
+        return
+    M, curves = r.sweep.metrics, r.sweep.curves
+    rest = [a for a in r.view.axes if a not in ("replica", "batch")]
+    conditions = {}
+    for i in np.flatnonzero(fixed):
+        conditions.setdefault(tuple(r.sweep.points[a][i] for a in rest), []).append(i)
+    rows = []
+    fig, panels = plot.panels(3 * len(conditions), columns=3)
+    for c, (key, members) in enumerate(conditions.items()):
+        loss_ax, rel_ax, align_ax = panels[3 * c: 3 * c + 3]
+        members = np.array(members)
+        sizes = sorted(set(r.sweep.points["batch"][members]))
+        per_size = {b: members[r.sweep.points["batch"][members] == b] for b in sizes}
+        for i, (b, idx) in enumerate(per_size.items()):
+            style = plot.model_style(i)
+            x = curves["step"][idx[0]]
+            ok = x >= 0
+            for name, dash, text in (("test_loss", "-", "fresh tasks"), ("train_loss", ":", "the training set")):
+                mean = stats(curves[name][idx])[0]   # NaN where no replica has a value (train_loss at step 0)
+                loss_ax.plot(x[ok], r.scale(mean[ok]), color=style["color"], linestyle=dash, label=f"B = {b}: {text}")
+        plot.baseline_line(loss_ax, [0, np.nanmax(curves["step"][members])],
+                           [r.scale(np.nanmean(M["loss_gd"][members]))] * 2, "gd")
+        loss_ax.set_xlabel("training step")
+        loss_ax.set_ylabel(f"loss ({r.scale.name})")
+        plot.log_if_positive(loss_ax)
+        summary = {name: [] for name in ("tf", "interp", "1-cos", "l2")}
+        for b, idx in per_size.items():
+            gd = M["loss_gd"][idx]
+            tf_rel, tf_se = _mean_se(100 * (M["loss_tf"][idx] / gd - 1))
+            in_rel, in_se = _mean_se(100 * (M["loss_interp"][idx] / gd - 1)) if "loss_interp" in M else (np.nan,) * 2
+            test, test_se = _mean_se(r.scale(M["loss_tf"][idx]))
+            train, _ = _mean_se(r.scale(np.array([row[np.isfinite(row)][-1] for row in curves["train_loss"][idx]])))
+            cos, cos_se = _mean_se(M["align_gd_cos"][idx])
+            l2, l2_se = _mean_se(M["align_gd_l2"][idx])
+            for name, v in zip(summary, ((tf_rel, tf_se), (in_rel, in_se), (1 - cos, cos_se), (l2, l2_se))):
+                summary[name].append(v)
+            rows.append([label(rest, key) if rest else r.sweep_name, int(b), len(idx), f"{train:.4g}", f"{test:.4g}",
+                         f"{test_se:.2g}", f"{r.scale(np.nanmean(gd)):.4g}", f"{tf_rel:+.3g}", f"{tf_se:.2g}",
+                         f"{in_rel:+.3g}", f"{in_se:.2g}", f"{cos:.4f}", f"{cos_se:.2g}", f"{l2:.4g}", f"{l2_se:.2g}"])
+        for ax, names, ylabel in ((rel_ax, (("tf", "trained"), ("interp", "interpolated")), "loss / GD's - 1 (%)"),
+                                  (align_ax, (("1-cos", "1 - cosine of d yhat / d x_q"), ("l2", "L2 distance")),
+                                   "misalignment with GD")):
+            for i, (name, text) in enumerate(names):
+                mean, se = (np.array(v) for v in zip(*summary[name]))
+                ax.errorbar(sizes, mean, yerr=se, capsize=3, label=text, **plot.model_style(i))
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("tasks in the training set B")
+            ax.set_ylabel(ylabel)
+        rel_ax.set_yscale("symlog", linthresh=1)
+        plot.log_if_positive(align_ax)
+        for ax in (loss_ax, rel_ax, align_ax):
+            ax.set_title(label(rest, key) if rest else r.sweep_name, fontsize=9)
+            ax.grid(alpha=0.3)
+    r.table("fixed_set", "Training on one fixed set of B tasks ([VO23] Fig. 16)",
+            ["condition", "B", "replicas", "final train loss", "test loss", "test loss s.e.", "GD",
+             "trained / GD - 1 (%)", "trained s.e.", "interpolated / GD - 1 (%)", "interpolated s.e.", "cos with GD",
+             "cos s.e.", "L2 with GD", "L2 s.e."], rows,
+            f"Per set size B (refresh >= steps: one batch of B tasks for the whole run): the loss on the training set "
+            f"at the last evaluation, on fresh tasks, and relative to L-step GD on the same fresh tasks (per replica, "
+            f"then mean and s.e.); the alignment with GD as in alignment.png. {r.scale.note}")
+    r.figure(plot.save(fig, r.outdir, "fixed_set.png", "Training on one fixed set of tasks ([VO23] Fig. 16)"),
+             "Training on one fixed set of tasks ([VO23] Fig. 16)",
+             "Left: loss over training on fresh tasks (solid) and on the training set (dotted), mean over replicas, "
+             "dashed red: L-step GD. Centre: the trained model's and the interpolation's loss relative to GD's per set "
+             "size (symmetric log scale). Right: misalignment with GD (1 - cosine and L2 distance of the sensitivities "
+             f"d yhat / d x_query; 0 = identical). Bars: s.e. over replicas. {r.scale.note}", "training")

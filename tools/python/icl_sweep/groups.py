@@ -9,10 +9,12 @@ class View:
     """The points a report looks at: the ok points of a sweep, optionally reduced to the best value of
     some options per condition (`best`, e.g. lr or replica, as the papers report best-of-grid results)."""
 
-    def __init__(self, sweep, best=()):
+    def __init__(self, sweep, best=(), where=None):
         self.sweep = sweep
         self.best = tuple(best)
         self.mask = sweep.ok()
+        for option, values in (where or {}).items():   # --where: only the points with one of these values
+            self.mask &= np.array([any(_matches(v, w) for w in values) for v in sweep.points[option]])
         for axis in self.best:
             self.mask &= _best_mask(sweep, self.mask, axis, self.grid_axes(exclude=(axis,)))
         # Zipped options are told by every point, not only the ok ones: a value whose points all diverged
@@ -96,6 +98,14 @@ def _short(value):
     text = str(value)
     items = text.split(",")
     return f"{items[0]},{items[1]},..({len(items)} values)" if len(items) > 4 and len(text) > 30 else text
+
+
+def _matches(value, text):
+    """Whether a /points value is the value written as `text` (a number compared as a number)."""
+    try:
+        return float(value) == float(text)
+    except (TypeError, ValueError):
+        return str(value) == text
 
 
 def label(axes, key):

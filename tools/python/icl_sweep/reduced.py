@@ -16,8 +16,8 @@ does not compile).  `--all` runs every reduced preset, with
 numbers in the table or not: about 2.5 core-hours, so not in CI (ctest `reduced_numbers` runs the table's
 presets; docs/testing.md).
 
-Columns: preset (a file of jobs/presets/reduced/ without .ini), metric (a /metrics dataset, plain MSE as
-stored), select (the point: `option=value` pairs of /points joined by `;`, e.g. `heads=2;replica=0`; it must
+Columns: preset (a file of jobs/presets/reduced/ without .ini), metric (a /metrics dataset, or column k of
+an /analysis series as `name[k]`, e.g. `ood_teacher_loss_tf[5]`; plain MSE as stored), select (the point: `option=value` pairs of /points joined by `;`, e.g. `heads=2;replica=0`; it must
 pick exactly one point), value, rel_tol (|got - value| <= rel_tol |value|), claims (the claims it stands
 for).
 """
@@ -26,6 +26,7 @@ import csv
 import io
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,6 +97,15 @@ def pick(sweep, select, metric):
     status = str(sweep.points["status"][i])
     if status != "ok":
         raise ValueError(f"select '{select}': the point's status is '{status}'")
+    series = re.fullmatch(r"(\w+)\[(\d+)\]", metric)
+    if series:
+        name, column = series.group(1), int(series.group(2))
+        if name not in sweep.analysis_names:
+            raise ValueError(f"no /analysis dataset '{name}'")
+        values = sweep.analysis(name)[i]
+        if column >= len(values) or not math.isfinite(values[column]):
+            raise ValueError(f"/analysis/{name} has no column {column} at select '{select}'")
+        return float(values[column])
     if metric not in sweep.metrics:
         raise ValueError(f"no /metrics dataset '{metric}'")
     return float(sweep.metrics[metric][i])

@@ -16,8 +16,8 @@ from .load import Sweep
 from .plot import Scale
 
 FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, figures.loss_curves,
-           figures_vo23.replica_curves,
-           figures.alignment, figures.out_of_distribution, figures_weights.preconditioners,
+           figures_vo23.replica_curves, figures_vo23.fixed_set,
+           figures.alignment, figures.out_of_distribution, figures.ood_grid, figures_weights.preconditioners,
            figures_weights.v24_scalars, figures_weights.gdpp_gamma,
            figures_weights.construction_heatmaps, figures_weights.weight_heatmaps, figures_landscape.landscape,
            figures_vo23.copy_analysis, figures_vo23.rollout, figures_weights.softmax_heads, figures_halving.halving,
@@ -61,6 +61,8 @@ def parse(argv):
                         "(e.g. lr: best of a rate grid; replica: best seed, as [V24])")
     p.add_argument("--table", nargs=2, metavar=("ROWS", "COLUMNS"), help="pivot tables of --metric")
     p.add_argument("--metric", nargs="+", default=["test_loss"], help="metrics of --table (default test_loss)")
+    p.add_argument("--where", nargs="+", default=[], metavar="OPTION=V1[,V2...]",
+                   help="only the points whose OPTION has one of these values (e.g. layers=2,5 tie=true)")
     p.add_argument("--quiet", action="store_true", help="no terminal tables")
     return p.parse_args(argv)
 
@@ -102,6 +104,12 @@ def main(argv=None):
     for option in args.best:
         if option != "replica" and option not in sweep.points:
             usage_error("--best", option, "must be an option of the file or 'replica'")
+    where = {}
+    for item in args.where:
+        option, _, values = item.partition("=")
+        if option not in sweep.points or not values:
+            usage_error("--where", item, "must be OPTION=VALUE[,VALUE...] with OPTION an option of the file")
+        where[option] = values.split(",")
     for option in args.table or ():
         if option not in sweep.points:
             usage_error("--table", option, "must be an option of the file")
@@ -114,11 +122,14 @@ def main(argv=None):
     if not sweep.ok().any():
         usage_error("file", args.file, "has no finished point yet (see icl-sweep status; a running sweep merges its "
                     "finished points into the file every --merge-every seconds)")
+    view = View(sweep, args.best, where)
+    if not view.mask.any():
+        usage_error("--where", " ".join(args.where), "no finished point has these values")
     state = sweep.attrs.get("sweep_state", "complete")
     if state != "complete" and not args.quiet:
         print(f"icl-report: the sweep is {state}: {int(sweep.ok().sum())} of {sweep.size} points finished so far")
     os.makedirs(outdir, exist_ok=True)
-    r = Report(sweep, View(sweep, args.best), Scale(args.half), outdir)
+    r = Report(sweep, view, Scale(args.half), outdir)
     tables.write_points(r)
     tables.summary(r)
     tables.halving(r)
