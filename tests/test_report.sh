@@ -54,6 +54,8 @@ mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/vo23_fig16.i
 report "$dir/fig16.h5" -o "$dir/fig16_where" --where batch=2048 --quiet >/dev/null 2>&1 \
   && [ "$(tail -n +2 "$dir/fig16_where/fixed_set.csv" | wc -l)" -eq 1 ] && grep -q ",2048," "$dir/fig16_where/fixed_set.csv" \
   && ok "--where batch=2048 keeps one set size" || fail "--where: $(cat "$dir/fig16_where/fixed_set.csv" 2>&1)"
+[ "$(tail -n +2 "$dir/fig16_where/summary.csv" | cut -d, -f1 | tr '\n' ' ')" = "2048 " ] \
+  && ok "--where: summary.csv lists only the conditions selected" || fail "--where: summary.csv $(cut -d, -f1-2 "$dir/fig16_where/summary.csv" 2>&1)"
 
 # Depth against context (Bordelon et al. 2025): the reduced model over alpha, its d -> inf theory and the
 # reduced model recomputed from the trained weights (the reduced preset).

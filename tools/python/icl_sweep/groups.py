@@ -12,9 +12,10 @@ class View:
     def __init__(self, sweep, best=(), where=None):
         self.sweep = sweep
         self.best = tuple(best)
-        self.mask = sweep.ok()
-        for option, values in (where or {}).items():   # --where: only the points with one of these values
-            self.mask &= np.array([any(_matches(v, w) for w in values) for v in sweep.points[option]])
+        self.selected = np.ones(sweep.size, dtype=bool)   # --where: only the points with one of these values
+        for option, values in (where or {}).items():
+            self.selected &= np.array([any(_matches(v, w) for w in values) for v in sweep.points[option]])
+        self.mask = sweep.ok() & self.selected
         for axis in self.best:
             self.mask &= _best_mask(sweep, self.mask, axis, self.grid_axes(exclude=(axis,)))
         # Zipped options are told by every point, not only the ok ones: a value whose points all diverged
@@ -37,11 +38,11 @@ class View:
 
     def conditions(self, axes):
         """{key tuple: (indices of the view's points, indices of every point of the condition)} over every
-        point of the file, whatever its status, keys in grid order: a condition whose points all diverged
-        or failed is still there, with no point in the view."""
+        point of the file that --where selects, whatever its status, keys in grid order: a condition whose
+        points all diverged or failed is still there, with no point in the view."""
         used = self.groups(axes)
         every = {}
-        for i in range(self.sweep.size):
+        for i in np.flatnonzero(self.selected):
             every.setdefault(tuple(self.sweep.points[a][i] for a in axes), []).append(i)
         return {k: (used.get(k, np.array([], dtype=np.int64)), np.array(v)) for k, v in every.items()}
 
