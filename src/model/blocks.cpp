@@ -5,17 +5,15 @@
 //   softmax    P = softmax_a(S r):       dS = r P (dP - sum_a P dP)        (r = 1/sqrt(key_size))
 //   mix        A = s P + (1 - s) S:      dS = s dS_softmax(dA) + (1 - s) dA,  dy = 10 s (1 - s) sum dA (P - S)
 //   products   S = K^T Q: dK = Q dS^T, dQ = K dS;   O = V A: dV = dO A^T, dA = V^T dO
-// The dense kernels hold a tile of outputs in registers (kTile rows at a time; the weights enter as
-// broadcast scalars), so each lane load feeds kTile FMAs.  Exp and tanh are Eigen's vectorised array
-// functions at the lane width.
+// The dense layers' and the heads' products are register-tiled lane products (lane_product.hpp; the
+// weights enter as broadcast scalars).  Exp and tanh are Eigen's vectorised array functions at the lane width.
 #include "icl/model/blocks.hpp"
 
 #include "icl/base/eigen.hpp"
+#include "icl/model/lane_product.hpp"
 
 namespace icl {
 namespace {
-
-constexpr int kTile = 8;
 
 template <class T>
 using Arr = Eigen::Array<T, kLanes<T>, 1>;
@@ -26,85 +24,31 @@ Eigen::Map<const Arr<T>> arr(const Lane<T>& x) { return Eigen::Map<const Arr<T>>
 template <class T>
 Lane<T> splat(T x) { return Lane<T>{} + x; }
 
-// Y rows o0 .. o0+K-1:  Y(o, c) = b_o + sum_i W(i, o) X(i, c).
-template <int K, class T>
-void dense_rows(const T* W, int out, const T* b, CMat<T> X, Mat<T> Y, int o0) {
-  using L = Lane<T>;
-  for (int c = 0; c < X.cols; ++c) {
-    L acc[K];
-#pragma GCC unroll 8
-    for (int k = 0; k < K; ++k) acc[k] = splat<T>(b ? b[o0 + k] : T(0));
-    for (int i = 0; i < X.rows; ++i) {
-      const L x = X.at(i, c);
-      const T* w = W + i * out + o0;
-#pragma GCC unroll 8
-      for (int k = 0; k < K; ++k) acc[k] += w[k] * x;
-    }
-#pragma GCC unroll 8
-    for (int k = 0; k < K; ++k) Y.at(o0 + k, c) = acc[k];
-  }
-}
-
-// dX rows i0 .. i0+K-1:  dX(i, c) (+)= sum_o W(i, o) dY(o, c).
-template <int K, bool kAccumulate, class T>
-void dense_dx_rows(const T* W, int out, CMat<T> dY, Mat<T> dX, int i0) {
-  using L = Lane<T>;
-  for (int c = 0; c < dY.cols; ++c) {
-    L acc[K];
-#pragma GCC unroll 8
-    for (int k = 0; k < K; ++k) acc[k] = kAccumulate ? dX.at(i0 + k, c) : L{};
-    for (int o = 0; o < out; ++o) {
-      const L g = dY.at(o, c);
-#pragma GCC unroll 8
-      for (int k = 0; k < K; ++k) acc[k] += W[(i0 + k) * out + o] * g;
-    }
-#pragma GCC unroll 8
-    for (int k = 0; k < K; ++k) dX.at(i0 + k, c) = acc[k];
-  }
-}
-
-// dW(i, o0 .. o0+K-1) += sum_c X(i, c) dY(o, c).
-template <int K, class T>
-void dense_dw_cols(CMat<T> X, CMat<T> dY, int out, Lane<T>* dW, int i, int o0) {
-  using L = Lane<T>;
-  L acc[K];
-#pragma GCC unroll 8
-  for (int k = 0; k < K; ++k) acc[k] = dW[i * out + o0 + k];
-  for (int c = 0; c < X.cols; ++c) {
-    const L x = X.at(i, c);
-#pragma GCC unroll 8
-    for (int k = 0; k < K; ++k) acc[k] += x * dY.at(o0 + k, c);
-  }
-#pragma GCC unroll 8
-  for (int k = 0; k < K; ++k) dW[i * out + o0 + k] = acc[k];
-}
-
 }  // namespace
 
+// The products below are lane products (lane_product.hpp): register tiles at this instruction set's width,
+// each output accumulated from its init over its sum's index in increasing order, as naive loops would.
 template <class T>
-void dense_forward(const T* W, const T* b, CMat<T> X, Mat<T> Y) {
-  const int out = Y.rows;
-  int o = 0;
-  for (; o + kTile <= out; o += kTile) dense_rows<kTile>(W, out, b, X, Y, o);
-  for (; o < out; ++o) dense_rows<1>(W, out, b, X, Y, o);
+void dense_forward(const T* W, const T* b, CMat<T> X, Mat<T> Y) {   // Y(o, c) = b_o + sum_i W(i, o) X(i, c)
+  if (b)
+    for (int o = 0; o < Y.rows; ++o)
+      for (int c = 0; c < X.cols; ++c) Y.at(o, c) = splat<T>(b[o]);
+  lane_product(LaneProduct<T, Lane<T>, Lane<T>>{Y.rows, X.cols, X.rows, W, 1, Y.rows, X.p, X.ld, 1, Y.p, Y.ld,
+                                                b ? ProductInit::out : ProductInit::zero});
 }
 
 template <class T, bool kAccumulate>
 void dense_backward(const T* W, CMat<T> X, CMat<T> dY, Mat<T> dX, Lane<T>* dW, Lane<T>* db) {
-  const int in = X.rows, out = dY.rows;
-  if (dX.p) {
-    int i = 0;
-    for (; i + kTile <= in; i += kTile) dense_dx_rows<kTile, kAccumulate>(W, out, dY, dX, i);
-    for (; i < in; ++i) dense_dx_rows<1, kAccumulate>(W, out, dY, dX, i);
-  }
-  for (int i = 0; i < in; ++i) {
-    int o = 0;
-    for (; o + kTile <= out; o += kTile) dense_dw_cols<kTile, T>(X, dY, out, dW, i, o);
-    for (; o < out; ++o) dense_dw_cols<1, T>(X, dY, out, dW, i, o);
-  }
+  const int in = X.rows, out = dY.rows, C = dY.cols;
+  if (dX.p)   // dX(i, c) (+)= sum_o W(i, o) dY(o, c)
+    lane_product(LaneProduct<T, Lane<T>, Lane<T>>{in, C, out, W, out, 1, dY.p, dY.ld, 1, dX.p, dX.ld,
+                                                  kAccumulate ? ProductInit::out : ProductInit::zero});
+  // dW(i, o) += sum_c X(i, c) dY(o, c)
+  lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{in, out, C, X.p, X.ld, 1, dY.p, 1, dY.ld, dW, out,
+                                                      ProductInit::out});
   if (db)
     for (int o = 0; o < out; ++o)
-      for (int c = 0; c < dY.cols; ++c) db[o] += dY.at(o, c);
+      for (int c = 0; c < C; ++c) db[o] += dY.at(o, c);
 }
 
 template <class T>
@@ -240,55 +184,31 @@ void attention_weights_backward(AttnKind kind, T inv_sqrt_k, T s, CMat<T> S, CMa
 }
 
 template <class T>
-void matmul_tn_forward(CMat<T> K, CMat<T> Q, Mat<T> S) {
-  for (int a = 0; a < S.rows; ++a)
-    for (int c = 0; c < S.cols; ++c) {
-      Lane<T> acc{};
-      for (int k = 0; k < K.rows; ++k) acc += K.at(k, a) * Q.at(k, c);
-      S.at(a, c) = acc;
-    }
+void matmul_tn_forward(CMat<T> K, CMat<T> Q, Mat<T> S) {   // S(a, c) = sum_k K(k, a) Q(k, c)
+  lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{S.rows, S.cols, K.rows, K.p, 1, K.ld, Q.p, Q.ld, 1, S.p, S.ld});
 }
 
 template <class T>
 void matmul_tn_backward(CMat<T> K, CMat<T> Q, CMat<T> dS, Mat<T> dK, Mat<T> dQ) {
-  for (int k = 0; k < K.rows; ++k) {
-    for (int a = 0; a < dS.rows; ++a) {
-      Lane<T> acc = dK.at(k, a);
-      for (int c = 0; c < dS.cols; ++c) acc += Q.at(k, c) * dS.at(a, c);
-      dK.at(k, a) = acc;
-    }
-    for (int c = 0; c < dS.cols; ++c) {
-      Lane<T> acc = dQ.at(k, c);
-      for (int a = 0; a < dS.rows; ++a) acc += K.at(k, a) * dS.at(a, c);
-      dQ.at(k, c) = acc;
-    }
-  }
+  // dK(k, a) += sum_c Q(k, c) dS(a, c);  dQ(k, c) += sum_a K(k, a) dS(a, c)
+  lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{K.rows, dS.rows, dS.cols, Q.p, Q.ld, 1, dS.p, 1, dS.ld, dK.p,
+                                                      dK.ld, ProductInit::out});
+  lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{K.rows, dS.cols, dS.rows, K.p, K.ld, 1, dS.p, dS.ld, 1, dQ.p,
+                                                      dQ.ld, ProductInit::out});
 }
 
 template <class T>
-void matmul_nn_forward(CMat<T> V, CMat<T> A, Mat<T> O) {
-  for (int k = 0; k < O.rows; ++k)
-    for (int c = 0; c < O.cols; ++c) {
-      Lane<T> acc{};
-      for (int a = 0; a < A.rows; ++a) acc += V.at(k, a) * A.at(a, c);
-      O.at(k, c) = acc;
-    }
+void matmul_nn_forward(CMat<T> V, CMat<T> A, Mat<T> O) {   // O(k, c) = sum_a V(k, a) A(a, c)
+  lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{O.rows, O.cols, A.rows, V.p, V.ld, 1, A.p, A.ld, 1, O.p, O.ld});
 }
 
 template <class T>
 void matmul_nn_backward(CMat<T> V, CMat<T> A, CMat<T> dO, Mat<T> dV, Mat<T> dA) {
-  for (int k = 0; k < V.rows; ++k)
-    for (int a = 0; a < A.rows; ++a) {
-      Lane<T> acc = dV.at(k, a);
-      for (int c = 0; c < dO.cols; ++c) acc += dO.at(k, c) * A.at(a, c);
-      dV.at(k, a) = acc;
-    }
-  for (int a = 0; a < A.rows; ++a)
-    for (int c = 0; c < dO.cols; ++c) {
-      Lane<T> acc{};
-      for (int k = 0; k < V.rows; ++k) acc += V.at(k, a) * dO.at(k, c);
-      dA.at(a, c) = acc;
-    }
+  // dV(k, a) += sum_c dO(k, c) A(a, c);  dA(a, c) = sum_k V(k, a) dO(k, c)
+  lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{V.rows, A.rows, dO.cols, dO.p, dO.ld, 1, A.p, 1, A.ld, dV.p,
+                                                      dV.ld, ProductInit::out});
+  lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{A.rows, dO.cols, V.rows, V.p, 1, V.ld, dO.p, dO.ld, 1, dA.p,
+                                                      dA.ld});
 }
 
 template <class T>
