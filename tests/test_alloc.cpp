@@ -54,5 +54,28 @@ TEST(Allocation, TrainingStepsAllocateNothing) {
     }
 }
 
+// The transformer, [VO23]'s and the causal GPT-2 trained at every prefix (readout head, learnt positions).
+TEST(Allocation, TransformerTrainingStepsAllocateNothing) {
+  const std::vector<std::pair<std::string, std::string>> common = {
+      {"arch", "transformer"}, {"norm", "1"}, {"d", "3"}, {"n", "6"}, {"layers", "2"}, {"heads", "2"},
+      {"key_size", "3"}, {"mlp", "true"}, {"layer_norm", "true"}, {"batch", "40"}, {"eval_tasks", "40"},
+      {"eval_every", "10"}, {"steps", "20"}, {"analysis", "false"}};
+  const std::vector<std::vector<std::pair<std::string, std::string>>> variants = {
+      {{"attention", "softmax"}, {"tokens", "classic"}},
+      {{"attention", "softmax"}, {"tokens", "padded"}, {"causal", "true"}, {"readout", "head"}, {"prefix_loss", "true"},
+       {"embed", "linear"}, {"embed_size", "6"}, {"pe", "learnt"}, {"pe_size", "6"}, {"init", "gpt2"},
+       {"init_scale", "0.02"}, {"schedule", "linear"}, {"warmup", "5"}}};
+  for (const auto& variant : variants) {
+    Point p;
+    for (const auto& kv : common) ASSERT_EQ(point_set(p, kv.first, kv.second), "");
+    for (const auto& kv : variant) ASSERT_EQ(point_set(p, kv.first, kv.second), "");
+    allocations_of(p);
+    const long a = allocations_of(p);
+    p.steps = 40;
+    const long b = allocations_of(p);
+    EXPECT_EQ(a, b) << variant[1].second << " tokens: allocations grow with the number of steps";
+  }
+}
+
 }  // namespace
 }  // namespace icl

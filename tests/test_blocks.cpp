@@ -355,28 +355,30 @@ struct NaiveAttn {
   Vals A, P;
 };
 // Per column c of S (nk x C), per lane: linear A = S; softmax A = softmax_a(S r); mix A = s P + (1 - s) S.
-NaiveAttn naive_attention_weights(AttnKind kind, double r, double s, const Vals& S, int nk, int C, int V) {
-  NaiveAttn out{S, Vals(S.size(), 0.0)};
-  if (kind == AttnKind::linear) return out;
+// causal: the keys a > c are out (A = P = 0 there), the softmax over a <= c.
+NaiveAttn naive_attention_weights(AttnKind kind, bool causal, double r, double s, const Vals& S, int nk, int C, int V) {
+  NaiveAttn out{Vals(S.size(), 0.0), Vals(S.size(), 0.0)};
   for (int c = 0; c < C; ++c)
     for (int v = 0; v < V; ++v) {
+      const int keys = causal ? std::min(c + 1, nk) : nk;
       double m = -std::numeric_limits<double>::infinity(), sum = 0.0;
-      for (int a = 0; a < nk; ++a) m = std::max(m, S[(a * C + c) * V + v] * r);
-      for (int a = 0; a < nk; ++a) sum += std::exp(S[(a * C + c) * V + v] * r - m);
-      for (int a = 0; a < nk; ++a) {
+      for (int a = 0; a < keys; ++a) m = std::max(m, S[(a * C + c) * V + v] * r);
+      for (int a = 0; a < keys; ++a) sum += std::exp(S[(a * C + c) * V + v] * r - m);
+      for (int a = 0; a < keys; ++a) {
         const int i = (a * C + c) * V + v;
-        out.P[i] = std::exp(S[i] * r - m) / sum;
-        out.A[i] = kind == AttnKind::softmax ? out.P[i] : s * out.P[i] + (1.0 - s) * S[i];
+        out.P[i] = kind == AttnKind::linear ? 0.0 : std::exp(S[i] * r - m) / sum;
+        out.A[i] = kind == AttnKind::linear ? S[i] : kind == AttnKind::softmax ? out.P[i] : s * out.P[i] + (1.0 - s) * S[i];
       }
     }
   return out;
 }
 
 template <class T>
-void check_attention_weights(AttnKind kind, int nk, int C, double scale, bool alias, uint64_t seed, Worst<T>& worst) {
+void check_attention_weights(AttnKind kind, bool causal, int nk, int C, double scale, bool alias, uint64_t seed,
+                             Worst<T>& worst) {
   constexpr int V = kLanes<T>;
-  SCOPED_TRACE(::testing::Message() << "attention weights kind " << static_cast<int>(kind) << " nk " << nk << " C "
-                                    << C << " scale " << scale << " dS aliases dA " << alias);
+  SCOPED_TRACE(::testing::Message() << "attention weights kind " << static_cast<int>(kind) << " causal " << causal
+                                    << " nk " << nk << " C " << C << " scale " << scale << " dS aliases dA " << alias);
   const int key = 3;
   const double r = static_cast<double>(static_cast<T>(1.0 / std::sqrt(static_cast<double>(key))));
   Vals y = {0.07};   // the mix parameter: s = sigmoid(10 y)
@@ -386,8 +388,8 @@ void check_attention_weights(AttnKind kind, int nk, int C, double scale, bool al
   const T s_T = static_cast<T>(sig(y[0]));
 
   LaneMatrix<T> Sm(nk, C, C + 2, S), P(nk, C, C + 1, kJunk), A(nk, C, C + 3, kJunk);
-  attention_weights_forward<T>(kind, static_cast<T>(r), s_T, Sm.cm(), P.m(), A.m());
-  const NaiveAttn want = naive_attention_weights(kind, r, static_cast<double>(s_T), S, nk, C, V);
+  attention_weights_forward<T>(kind, causal, static_cast<T>(r), s_T, Sm.cm(), P.m(), A.m());
+  const NaiveAttn want = naive_attention_weights(kind, causal, r, static_cast<double>(s_T), S, nk, C, V);
   worst.forward(A.get(), want.A, fwd_tol<T>(), "A");
   if (kind != AttnKind::linear) worst.forward(P.get(), want.P, fwd_tol<T>(), "Pm");
   EXPECT_TRUE(A.padding_intact());
@@ -400,8 +402,8 @@ void check_attention_weights(AttnKind kind, int nk, int C, double scale, bool al
   LaneMatrix<T>& dS = alias ? dA : dS_sep;
   const Vals dy0 = randn<T>(V, 1.0, seed + 2);
   LaneVec<T> dy = to_lanes<T>(dy0);
-  attention_weights_backward<T>(kind, static_cast<T>(r), s_T, Sm.cm(), P.cm(), dA.cm(), dS.m(), dy.data());
-  const Loss loss = [&] { return lane_dot(R, naive_attention_weights(kind, r, sig(y[0]), S, nk, C, V).A, V); };
+  attention_weights_backward<T>(kind, causal, static_cast<T>(r), s_T, Sm.cm(), P.cm(), dA.cm(), dS.m(), dy.data());
+  const Loss loss = [&] { return lane_dot(R, naive_attention_weights(kind, causal, r, sig(y[0]), S, nk, C, V).A, V); };
   worst.backward(dS.get(), fd_lanes(S, V, loss), bwd_tol<T>(), "dS");
   EXPECT_TRUE(dS.padding_intact());
   if (kind == AttnKind::mix)
@@ -414,12 +416,13 @@ TYPED_TEST(Blocks, AttentionWeightsForwardAndBackward) {
   using T = TypeParam;
   Worst<T> worst;
   uint64_t seed = 4000;
-  const int shapes[][2] = {{1, 1}, {4, 5}, {9, 8}, {17, 2}};
+  const int shapes[][2] = {{1, 1}, {4, 5}, {9, 8}, {17, 2}, {6, 6}};
   for (const AttnKind kind : {AttnKind::linear, AttnKind::softmax, AttnKind::mix})
-    for (const auto& sh : shapes)
-      for (const double scale : {0.0, 1e-3, 1.0, 3.0, 300.0})
-        for (const bool alias : {false, true})
-          check_attention_weights<T>(kind, sh[0], sh[1], scale, alias, seed += 10, worst);
+    for (const bool causal : {false, true})
+      for (const auto& sh : shapes)
+        for (const double scale : {0.0, 1e-3, 1.0, 3.0, 300.0})
+          for (const bool alias : {false, true})
+            check_attention_weights<T>(kind, causal, sh[0], sh[1], scale, alias, seed += 10, worst);
   worst.print("attention weights");
 }
 

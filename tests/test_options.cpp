@@ -164,6 +164,10 @@ TEST(Schedules, WarmupStepHalvingAndCosine) {
   EXPECT_DOUBLE_EQ(lr_at(p, 10), 1.0);
   EXPECT_NEAR(lr_at(p, 55), 0.5, 1e-12);
   EXPECT_NEAR(lr_at(p, 99), 0.5 * (1 + std::cos(3.14159265358979323846 * 89 / 90)), 1e-12);
+  p.schedule = Schedule::linear;   // from lr at the end of the warm-up to 0 at `steps`
+  EXPECT_DOUBLE_EQ(lr_at(p, 10), 1.0);
+  EXPECT_DOUBLE_EQ(lr_at(p, 55), 0.5);
+  EXPECT_DOUBLE_EQ(lr_at(p, 99), 1.0 / 90);
 }
 
 TEST(Optimisers, AdamSgdAndClippingFollowTheirDefinitions) {

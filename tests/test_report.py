@@ -302,6 +302,35 @@ def depth(outdir, h5):
               f"the engine's loss {ours:.5g} ± {se:.2g}, the reduced model from its weights {mc:.5g} ± {mc_se:.2g}")
 
 
+def gpt2(h5):
+    """Raventos et al.'s GPT-2 (the reduced task_diversity_gpt2): its options stored per point; the trained model's
+    per-prefix losses finite up to the training length n; NaN at 2n, where its learnt positional table ends."""
+    with h5py.File(h5, "r") as f:
+        pts = f["points"]
+        stored = {k: {v.decode() for v in pts[k][:]} for k in ("causal", "readout", "prefix_loss", "tokens", "pe", "init")}
+        check(stored == {"causal": {"true"}, "readout": {"head"}, "prefix_loss": {"true"}, "tokens": {"padded"},
+                         "pe": {"learnt"}, "init": {"gpt2"}}, f"GPT-2 options stored per point: {stored}")
+        n = int(pts["n"][0])
+        k = f["analysis/context_length"][0]
+        curve = f["analysis/context_loss_tf"][:]
+        check(list(k) == list(range(1, n + 1)) and np.isfinite(curve).all(),
+              f"per-prefix losses of the trained model at k = 1..{n}, all finite")
+        dmmse = f["analysis/context_loss_dmmse"][:]
+        pool = f["points/task_pool"][:]
+        check(np.isfinite(dmmse[pool > 0]).all() and np.isnan(dmmse[pool == 0]).all(),
+              "dMMSE per prefix where the training has a pool, NaN without")
+        ood = f["analysis/ood_context"][0]
+        tf = f["analysis/ood_context_loss_tf"][:]
+        check(list(ood) == [n // 2, n, 2 * n] and np.isfinite(tf[:, :2]).all() and np.isnan(tf[:, 2]).all(),
+              f"ood_context: finite at n/2 and n, NaN at 2n = {2 * n} (no positions beyond n)")
+        L = int(pts["layers"][0])
+        sim, best = f["analysis/probe_newton_similarity"][:], f["analysis/probe_newton_best_step"][:]
+        K = min(64, max(12, 4 * L)) + 1
+        check(sim.shape[1] >= L * K and np.isfinite(sim[:, :L * K]).all() and (np.abs(sim[:, :L * K]) <= 1).all()
+              and (best[:, :L] == sim[:, :L * K].reshape(-1, L, K).argmax(axis=2)).all(),
+              f"Fu et al.'s probes: L x {K} cosines in [-1, 1] per point, the best step their argmax")
+
+
 def depth_theory():
     """The reduced model's d -> inf losses (icl_sweep/depth_theory.py) against what they must satisfy: at L = 1
     the closed forms gamma* = alpha/(1+alpha), loss/d = 1/(1+alpha) and, for a fixed spectrum,
@@ -354,6 +383,8 @@ if __name__ == "__main__":
         weights(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "depth":
         depth(sys.argv[2], sys.argv[3])
+    elif sys.argv[1] == "gpt2":
+        gpt2(sys.argv[2])
     elif sys.argv[1] == "depth_theory":
         depth_theory()
     elif sys.argv[1] == "lu_theory":

@@ -57,6 +57,15 @@ report "$dir/fig16.h5" -o "$dir/fig16_where" --where batch=2048 --quiet >/dev/nu
 [ "$(tail -n +2 "$dir/fig16_where/summary.csv" | cut -d, -f1 | tr '\n' ' ')" = "2048 " ] \
   && ok "--where: summary.csv lists only the conditions selected" || fail "--where: summary.csv $(cut -d, -f1-2 "$dir/fig16_where/summary.csv" 2>&1)"
 
+# Raventos et al.'s GPT-2 over the task pool (the reduced preset): the task diversity figure and the per-prefix curve.
+mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/task_diversity_gpt2.ini" -o "$dir/gpt2.h5" --quiet \
+  && report "$dir/gpt2.h5" -o "$dir/gpt2_report" --quiet >/dev/null 2>&1 && ok "reduced task_diversity_gpt2 and its report" \
+  || fail "reduced task_diversity_gpt2"
+"$py" "$src/test_report.py" outputs "$dir/gpt2_report" "$dir/gpt2.h5" task_diversity.png context_curve.png \
+  probe_newton_similarity.png \
+  || failures=$((failures + 1))
+"$py" "$src/test_report.py" gpt2 "$dir/gpt2.h5" || failures=$((failures + 1))
+
 # Depth against context (Bordelon et al. 2025): the reduced model over alpha, its d -> inf theory and the
 # reduced model recomputed from the trained weights (the reduced preset).
 mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/bordelon_alpha.ini" -o "$dir/bordelon.h5" --quiet \

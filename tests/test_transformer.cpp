@@ -28,12 +28,12 @@ using test::worst_rel;
 // The derived fields of a shape from its free ones, as transformer.hpp defines them: T, d_tok, E_emb
 // (embed none), pe_size (add: E_emb), E, key (0: E).
 TransformerShape finish(TransformerShape s) {
-  const bool classic = s.tokens == Tokens::classic;
-  s.T = classic ? 2 * s.n + 1 : s.n + 1;
-  s.d_tok = classic ? s.d : s.d + 1;
+  s.T = s.tokens == Tokens::constructed ? s.n + 1 : 2 * s.n + 1;
+  s.d_tok = s.tokens == Tokens::classic ? s.d : s.d + 1;
   if (s.embed == Embed::none) s.E_emb = s.d_tok;
   if (s.pe == PosEnc::none) s.pe_size = 0;
-  if (s.pe == PosEnc::add) s.pe_size = s.E_emb;
+  if (s.pe == PosEnc::add || s.pe == PosEnc::learnt) s.pe_size = s.E_emb;
+  if (s.pe == PosEnc::learnt) s.positions = s.T;
   s.E = s.E_emb + (s.pe == PosEnc::concat ? s.pe_size : 0);
   if (s.key == 0) s.key = s.E;
   return s;
@@ -148,6 +148,24 @@ const ShapeCase kCases[] = {
     {"pe_add_L2", [](TS& s) { s.pe = PosEnc::add; s.layers = 2; }},
     {"pe_concat_softmax",
      [](TS& s) { s.pe = PosEnc::concat; s.pe_size = 2; s.attention = s.attention_first = kSoftmax; }},
+    {"causal_classic_L2", [](TS& s) { s.tokens = Tokens::classic; s.causal = true; s.layers = 2; }},
+    {"causal_softmax_classic_L2_H2_key3", [](TS& s) {
+       s.tokens = Tokens::classic; s.causal = true; s.layers = 2; s.heads = 2; s.key = 3;
+       s.attention = s.attention_first = kSoftmax;
+     }},
+    {"causal_mix_constructed_L2",
+     [](TS& s) { s.causal = true; s.layers = 2; s.attention = kMix; s.attention_first = kSoftmax; }},
+    {"causal_tied_clip_L3",   // constructed: a classic query's x entry would sit on the clip's kink at zero weights
+     [](TS& s) { s.causal = true; s.tie = true; s.layers = 3; s.act_clip = 1.0; }},
+    {"head_readout_classic_ln_L2", [](TS& s) {
+       s.tokens = Tokens::classic; s.readout = Readout::head; s.layer_norm = true; s.layers = 2;
+     }},
+    {"pe_learnt_padded_head", [](TS& s) { s.tokens = Tokens::padded; s.pe = PosEnc::learnt; s.readout = Readout::head; }},
+    {"gpt2_L2_H2", [](TS& s) {   // Raventos et al.'s model: every option of it
+       s.tokens = Tokens::padded; s.embed = Embed::linear; s.E_emb = 6; s.embed_bias = false; s.pe = PosEnc::learnt;
+       s.causal = true; s.attention = s.attention_first = kSoftmax; s.layer_norm = s.ln_first = s.mlp = true;
+       s.readout = Readout::head; s.prefix_loss = true; s.layers = 2; s.heads = 2; s.key = 3; s.widening = 2;
+     }},
     {"kitchen_sink_L3", [](TS& s) {
        s.n = 3; s.tokens = Tokens::classic; s.embed = Embed::mlp; s.E_emb = 4; s.pe = PosEnc::concat; s.pe_size = 2;
        s.layer_norm = s.mlp = true; s.attention_first = kMix; s.attention = kSoftmax; s.heads = 2; s.key = 3;
@@ -296,6 +314,7 @@ TEST_P(TransformerVsRef, Float32GradientMatchesFloat64) {
 // query's zero label in classic tokens).
 std::pair<int, int> token_of(const TransformerShape& s, int i, int j) {
   if (s.tokens == Tokens::constructed) return {i, j};
+  if (s.tokens == Tokens::padded) return i < s.d ? std::pair{i + 1, 2 * j} : j < s.n ? std::pair{0, 2 * j + 1} : std::pair{-1, -1};
   if (i < s.d) return {i, 2 * j};
   if (j < s.n) return {s.d - 1, 2 * j + 1};
   return {-1, -1};
@@ -349,6 +368,89 @@ TEST_P(TransformerVsRef, InputGradientsMatchCentralDifferencesOfReference) {
     std::printf("  %-16s max|dX| %.3e  worst relative error %.2e\n",
                 l < 0 ? "model_backward" : ("tokens_backward " + std::to_string(l)).c_str(), max_abs(fd), worst);
     EXPECT_LT(worst, 1e-6) << (l < 0 ? "model_backward" : "tokens_backward") << " layer " << l;
+  }
+}
+
+// prefix_predictions (the last layer's readout at every x token) against the reference's, and the gradient
+// of sum_{t, j} coef_tj yhat_tj through prefix_backward against central differences of the reference, at
+// random weights over 9 tasks (two chunks, the second padded).
+TEST_P(TransformerVsRef, PrefixPredictionsAndGradientMatchReference) {
+  const TransformerShape s = shape_of(GetParam());
+  const int V = kLanes<double>, B = V + 1, N = s.n + 1;
+  const TaskBatch<double> batch = make_batch<double>(point_of(s), B, 23);
+  std::vector<Eigen::MatrixXd> Z;
+  for (int t = 0; t < B; ++t) Z.push_back(task_Z(batch, t));
+  const auto coef = [&](int t, int j) { return t < B ? 0.3 + 0.1 * t - 0.07 * j : 0.0; };
+  LaneTransformer<double> model(s);
+  const TransformerLayout& layout = model.layout();
+  std::vector<double> theta = random_theta(layout, 0.3, 29);
+  model.set_weights(theta.data());
+  model.zero_grad();
+  LaneVec<double> yhat(s.layers), yp(N), dy(N);
+  std::vector<double> lane, ref;
+  for (int c = 0; c < batch.chunks; ++c) {
+    model.model_forward(batch.chunk_Z(c), yhat.data());
+    model.prefix_predictions(yp.data());
+    for (int v = 0; v < V && c * V + v < B; ++v) {
+      Eigen::VectorXd pr;
+      const Eigen::VectorXd yr = transformer_ref_forward(s, layout, theta, Z[c * V + v], nullptr, &pr);
+      for (int j = 0; j < N; ++j) {
+        lane.push_back(yp[j][v]);
+        ref.push_back(pr(j));
+      }
+      EXPECT_EQ(pr(s.n), yr(s.layers - 1)) << "the prefix at the query is the query's readout";
+    }
+    for (int j = 0; j < N; ++j)
+      for (int v = 0; v < V; ++v) dy[j][v] = coef(c * V + v, j);
+    model.prefix_backward(dy.data());
+  }
+  EXPECT_LT(worst_rel(lane, ref), 1e-10);
+  const auto objective = [&] {
+    double f = 0.0;
+    for (int t = 0; t < B; ++t) {
+      Eigen::VectorXd pr;
+      transformer_ref_forward(s, layout, theta, Z[t], nullptr, &pr);
+      for (int j = 0; j < N; ++j) f += coef(t, j) * pr(j);
+    }
+    return f;
+  };
+  std::vector<double> grad(layout.size()), fd(layout.size());
+  model.grad(grad.data());
+  for (int i = 0; i < layout.size(); ++i) fd[i] = derivative(theta[i], objective);
+  const double worst = worst_rel(grad, fd);
+  std::printf("  prefixes: worst relative error %.2e (predictions), %.2e (gradient, max %.3e)\n", worst_rel(lane, ref),
+              worst, max_abs(fd));
+  EXPECT_LT(worst, 1e-6);
+}
+
+// Causal attention: the prediction at x_j does not depend on any token after it (the labels y_j, .., y_{n-1}
+// and the inputs x_{j+1}, ..): perturbing them leaves yhat_j bit for bit.
+TEST(TransformerCausal, PredictionAtEveryPrefixIgnoresLaterTokens) {
+  for (const ShapeCase& c : kCases) {
+    const TransformerShape s = shape_of(c);
+    if (!s.causal || s.tokens == Tokens::constructed) continue;   // a constructed token holds its own label
+    SCOPED_TRACE(c.name);
+    const int V = kLanes<double>, D = s.d + 1, N = s.n + 1;
+    TaskBatch<double> batch = make_batch<double>(point_of(s), V, 31);
+    LaneTransformer<double> model(s);
+    const std::vector<double> theta = random_theta(model.layout(), 0.3, 37);
+    model.set_weights(theta.data());
+    LaneVec<double> yhat(s.layers), before(N), after(N);
+    model.model_forward(batch.chunk_Z(0), yhat.data());
+    model.prefix_predictions(before.data());
+    for (int j = 0; j + 1 < N; ++j) {   // change everything from y_j on: x_j's prediction and earlier stay
+      TaskBatch<double> changed = batch;
+      for (int i = 0; i < D; ++i)
+        for (int k = 0; k < N; ++k)
+          if (k > j || (i == s.d && k == j)) changed.Z[i * N + k] += Lane<double>{} + 0.5;
+      model.model_forward(changed.chunk_Z(0), yhat.data());
+      model.prefix_predictions(after.data());
+      for (int k = 0; k <= j; ++k)
+        for (int v = 0; v < V; ++v) EXPECT_EQ(after[k][v], before[k][v]) << "x token " << k << " after a change from " << j;
+      int moved = 0;
+      for (int k = j + 1; k < N; ++k) moved += after[k][0] != before[k][0];
+      EXPECT_GT(moved, 0) << "the later predictions see the change";
+    }
   }
 }
 

@@ -75,7 +75,7 @@ def make_optimizer(s, params):
 
 
 def make_scheduler(s, opt):
-    """Linear warm-up lr (s+1)/W over W steps, then constant, halved every decay_every steps, or cosine to 0."""
+    """Linear warm-up lr (s+1)/W over W steps, then constant, halved every decay_every steps, cosine or linear to 0."""
     warmup, steps = int(s["warmup"]), int(s["steps"])
     lrs = torch.optim.lr_scheduler
     if s["schedule"] == "constant":
@@ -84,6 +84,8 @@ def make_scheduler(s, opt):
         main = lrs.StepLR(opt, step_size=int(s["decay_every"]), gamma=0.5)
     elif s["schedule"] == "cosine":
         main = lrs.CosineAnnealingLR(opt, T_max=steps - warmup, eta_min=0.0)
+    elif s["schedule"] == "linear":
+        main = lrs.LinearLR(opt, start_factor=1.0, end_factor=0.0, total_iters=steps - warmup)
     else:
         raise ValueError(s["schedule"])
     if warmup == 0:

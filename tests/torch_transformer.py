@@ -22,6 +22,15 @@ transformers_learn_icl_by_gd/src/transformer.py and src/attn.py; tokens as rows,
             h = h + (weights v, heads concatenated) W_o + b_o;  jnp.clip(h, -clip, clip) if clip > 0
             mlp: h = h + gelu(LN(h) W1 + b1) W2 + b2 (LN iff use_layer_norm), gelu = jax.nn.gelu (tanh)
   readout   yhat = -h[:, -1, -1] after the last layer
+and the GPT-2 model of Raventos et al. (mansheej/icl-task-diversity: icl/gpt2.py, icl/models.py, icl/utils.py)
+as the options causal, readout = head, pe = learnt, tokens = padded, prefix_loss:
+  tokens    padded: to_seq: (0, x_i) and (y_i, 0, .., 0) interleaved (the query's label token left out: the
+            causal mask hides it from every prediction)
+  embed     Dense(n_embd, use_bias=False) (embed_bias = false);  h = h + wpe[:T] (pe = learnt)
+  layer l   x + attn(ln_1(x)), every layer (layer_norm_first);  att = q k^T / sqrt(hs), jnp.where(tril, att,
+            finfo.min), softmax: every token attends to tokens 0..t (causal)
+  readout   preds = Dense(1, use_bias=False)(ln_f(h)) at tokens 0, 2, .., 2n (seq_to_targets)
+  loss      jnp.square(preds - targets).mean() over the tasks and all n+1 positions (prefix_loss)
 The options map onto the code's flags as transformer.hpp says (attention_first = layer 0's attention
 unless tied).  The loss is the engine's plain MSE (the code's is 1/2 MSE).  Gradients come from
 torch.autograd; the optimisers, clipping and schedules from torch_trajectory.py (torch.optim).
@@ -65,6 +74,14 @@ CONFIGS = {
         "seed=20"],
     # constructed tokens, linear embedding, encodings added, mix in layer 0 only (the code's untied
     # use_non_lin_mix), softmax after, activation clip, Adam with per-view clipping.
+    # Raventos et al.'s GPT-2 (icl/gpt2.py): padded tokens, embedding without bias, a learnt positional
+    # table, causal softmax attention with LayerNorm before every block, MLP, ln_f and a linear read-out,
+    # the loss at every x token; nanoGPT's init; Adam with warm-up.
+    "gpt2_padded_causal_prefix": COMMON[:-1] + [
+        "tokens=padded", "layers=2", "heads=2", "key_size=3", "attention=softmax", "embed=linear", "embed_size=6",
+        "embed_bias=false", "pe=learnt", "pe_size=6", "causal=true", "layer_norm=true", "layer_norm_first=true",
+        "mlp=true", "widening=2", "readout=head", "prefix_loss=true", "init=gpt2", "init_scale=0.5",
+        "optimizer=adam", "lr=0.01", "schedule=linear", "warmup=3", "seed=12"],
     "constructed_embed_mixfirst_softmax": COMMON + [
         "tokens=constructed", "layers=2", "heads=1", "attention=softmax", "attention_first=mix", "embed=linear",
         "embed_size=6", "pe=add", "pe_size=6", "bias=true", "act_clip=2.5", "init_scale=2",
@@ -77,8 +94,9 @@ class Shape:
 
     def __init__(self, s):
         self.d, self.n = int(s["d"]), int(s["n"])
-        self.classic = s["tokens"] == "classic"
-        self.T = 2 * self.n + 1 if self.classic else self.n + 1
+        self.tokens = s["tokens"]
+        self.classic = self.tokens == "classic"
+        self.T = self.n + 1 if self.tokens == "constructed" else 2 * self.n + 1
         self.d_tok = self.d if self.classic else self.d + 1
         self.embed = s["embed"]
         self.pe = s["pe"]
@@ -92,6 +110,9 @@ class Shape:
         self.attention = s["attention"]
         self.attention_first = s["attention"] if s["attention_first"] == "same" else s["attention_first"]
         self.mlp, self.layer_norm, self.bias = (s[k] == "true" for k in ("mlp", "layer_norm", "bias"))
+        self.ln_first, self.embed_bias = s["layer_norm_first"] == "true", s["embed_bias"] == "true"
+        self.causal, self.prefix_loss = s["causal"] == "true", s["prefix_loss"] == "true"
+        self.head = s["readout"] == "head"
         self.act_clip = float(s["act_clip"])
         # Details of the definition, changed by the negative controls only.
         self.gelu = "tanh"             # jax.nn.gelu(approximate=True)
@@ -100,7 +121,10 @@ class Shape:
         self.mix_gain = 10.0           # sigmoid(y * 10)
         self.include_query = False
         self.y_slot = self.d - 1       # classic: y sits in the last coordinate of its token
+        self.padded_y_slot = 0         # padded: in the first (to_seq)
         self.pe_flip = False           # create_pos_encoding(..., flip=False)
+        self.mask_diagonal = False     # the causal mask (jnp.tril) keeps the diagonal: a token sees itself
+        self.ln_f = True               # the head reads ln_f(h)
 
     def attention_at(self, l):
         return self.attention if self.tie or l > 0 else self.attention_first
@@ -109,6 +133,11 @@ class Shape:
 def make_tokens(X, y, shape):
     """The token sequence, B x T x d_tok, from a dumped batch (X: B x d x (n+1), y: B x (n+1))."""
     B, d, n = X.shape[0], shape.d, shape.n
+    if shape.tokens == "padded":                       # utils.py:to_seq, without the query's label token
+        h = torch.zeros(B, shape.T, d + 1, dtype=X.dtype)
+        h[:, 0::2, 1:] = X.transpose(1, 2)
+        h[:, 1::2, shape.padded_y_slot] = y[:, :n]
+        return h
     if shape.classic:
         h = torch.zeros(B, shape.T, d, dtype=X.dtype)
         h[:, 0::2, :] = X.transpose(1, 2)              # x_1, .., x_n, x_q at tokens 0, 2, .., 2n
@@ -190,7 +219,8 @@ class Params:
 
 
 def forward(shape, p, h, stats=None):
-    """yhat (B) of the last layer; p: Params; h: tokens B x T x d_tok.  stats counts clipped activations."""
+    """The last layer's predictions B x T at every token; p: Params; h: tokens B x T x d_tok.  stats counts
+    clipped activations."""
     gelu = lambda u: torch.nn.functional.gelu(u, approximate=shape.gelu)  # noqa: E731
 
     def linear(x, W, b, layer, out):
@@ -216,12 +246,15 @@ def forward(shape, p, h, stats=None):
 
     B, T = h.shape[0], h.shape[1]
     if shape.embed != "none":
-        h = linear(h, "emb.W", "emb.b" if shape.bias else None, 0, shape.E_emb)
+        h = linear(h, "emb.W", "emb.b" if shape.bias and shape.embed_bias else None, 0, shape.E_emb)
     if shape.embed == "mlp":   # MLP(widening, use_bias_p=True): always with biases
         u = gelu(linear(h, "emb_mlp.W1", "emb_mlp.b1", 0, shape.widening * shape.E_emb))
         h = h + linear(u, "emb_mlp.W2", "emb_mlp.b2", 0, shape.E_emb)
     if shape.pe == "add":
         h = h + pos_encoding(T, shape.pe_size, h.dtype, shape.pe_flip)
+    elif shape.pe == "learnt":   # nn.Embed(block_size, n_embd)(arange(T))
+        wpe = p("pe.W", 0, T, shape.E_emb)
+        h = h + (wpe.flip(0) if shape.pe_flip else wpe)
     elif shape.pe == "concat":
         pe = pos_encoding(T, shape.pe_size, h.dtype, shape.pe_flip)
         h = torch.cat([h, pe.expand(B, T, shape.pe_size)], dim=-1)
@@ -229,29 +262,40 @@ def forward(shape, p, h, stats=None):
     bias = (lambda name: name) if shape.bias else (lambda name: None)  # noqa: E731
     for l in range(shape.layers):
         lw = 0 if shape.tie else l
-        h_norm = norm(h, "ln1", lw) if shape.layer_norm and (shape.tie or l > 0) else h
-        kv = h_norm if shape.include_query else h_norm[:, :-1, :]
+        h_norm = norm(h, "ln1", lw) if shape.layer_norm and (shape.tie or l > 0 or shape.ln_first) else h
+        kv = h_norm if shape.include_query or shape.causal else h_norm[:, :-1, :]
         q = linear(h_norm, "attn.Wq", bias("attn.bq"), lw, H * k).reshape(B, T, H, k)
         key = linear(kv, "attn.Wk", bias("attn.bk"), lw, H * k).reshape(B, kv.shape[1], H, k)
         value = linear(kv, "attn.Wv", bias("attn.bv"), lw, H * k).reshape(B, kv.shape[1], H, k)
         logits = torch.einsum("bthd,bThd->bhtT", q, key)
         kind = shape.attention_at(l)
+        keep = torch.ones(T, T, dtype=torch.bool).tril(-1 if shape.mask_diagonal else 0) if shape.causal else None
         if kind == "linear":
-            weights = logits
+            weights = logits if keep is None else logits.masked_fill(~keep, 0.0)
         else:
-            sm = torch.softmax(logits * shape.softmax_scale, dim=-1)
+            z = logits * shape.softmax_scale
+            sm = torch.softmax(z if keep is None else z.masked_fill(~keep, torch.finfo(z.dtype).min), dim=-1)
             if kind == "softmax":
                 weights = sm
             else:
                 s = torch.sigmoid(p("attn.mix", lw, 1, 1).reshape(()) * shape.mix_gain)
-                weights = s * sm + (1 - s) * logits
+                weights = s * sm + (1 - s) * (logits if keep is None else logits.masked_fill(~keep, 0.0))
         attn = torch.einsum("bhtT,bThd->bthd", weights, value).reshape(B, T, H * k)
         h = clip(h + linear(attn, "attn.Wo", bias("attn.bo"), lw, E))
         if shape.mlp:
             x2 = norm(h, "ln2", lw) if shape.layer_norm else h
             u = gelu(linear(x2, "mlp.W1", bias("mlp.b1"), lw, shape.widening * E))
             h = clip(h + linear(u, "mlp.W2", bias("mlp.b2"), lw, E))
-    return -h[:, -1, -1]
+    if not shape.head:
+        return -h[:, :, -1]
+    return linear(norm(h, "lnf", 0) if shape.ln_f else h, "head.W", None, 0, 1)[:, :, 0]
+
+
+def loss_of(shape, yhat, y):
+    """The engine's plain MSE at the query, or (prefix_loss) over the x tokens 0, 2, .., 2n and their labels."""
+    if not shape.prefix_loss:
+        return ((yhat[:, -1] - y[:, shape.n]) ** 2).mean()
+    return ((yhat[:, 0::2] - y) ** 2).mean()
 
 
 def invariant_views(run, shape):
@@ -277,7 +321,7 @@ def replay(run, shape, s, verbose=True):
     for step, rec in enumerate(run["steps"]):
         X, y = torch.tensor(rec["X"]), torch.tensor(rec["y"])
         opt.zero_grad()
-        loss = ((forward(shape, p, make_tokens(X, y, shape), stats) - y[:, n]) ** 2).mean()
+        loss = loss_of(shape, forward(shape, p, make_tokens(X, y, shape), stats), y)
         loss.backward()
         grad = torch.cat([(w.grad if w.grad is not None else torch.zeros_like(w)).reshape(-1) for w in p.tensors])
         if invariant and grad[~compared].abs().max().item() > 1e-12 * grad.abs().max().item():
@@ -322,9 +366,21 @@ def controls(shape):
         out.append(("mix gain 9 instead of 10", {"mix_gain": 9.0}))
     if shape.classic:
         out.append(("classic y token (y, 0, .., 0)", {"y_slot": 0}))
+    if shape.tokens == "padded":
+        out.append(("padded y token (0, .., 0, y)", {"padded_y_slot": shape.d}))
     if shape.pe != "none":
         out.append(("positional encodings flipped", {"pe_flip": True}))
-    out.append(("keys and values include the query", {"include_query": True}))
+    if shape.causal:
+        out.append(("not causal: every token sees every token", {"causal": False, "include_query": True}))
+        out.append(("a token does not see itself", {"mask_diagonal": True}))
+    else:
+        out.append(("keys and values include the query", {"include_query": True}))
+    if shape.head:
+        out.append(("read-out without ln_f", {"ln_f": False}))
+    if shape.prefix_loss:
+        out.append(("the loss at the query only", {"prefix_loss": False}))
+    if shape.ln_first:
+        out.append(("no LayerNorm before layer 1", {"ln_first": False}))
     return out
 
 
@@ -370,8 +426,12 @@ def check(name, settings, binary, with_controls):
     for what, change in controls(shape):
         bad = Shape(s)
         bad.__dict__.update(change)
-        worst = max(replay(run, bad, s, verbose=False)[0])
-        print(f"  control: {what}: worst rel. error {worst:.2e} (must exceed {TOL:g})")
+        try:
+            worst = max(replay(run, bad, s, verbose=False)[0])
+            print(f"  control: {what}: worst rel. error {worst:.2e} (must exceed {TOL:g})")
+        except KeyError as e:   # the changed model leaves a view unused: noticed
+            worst = math.inf
+            print(f"  control: {what}: views and model disagree ({e})")
         if worst <= TOL:
             print(f"FAIL: {name}: the control '{what}' went unnoticed")
             failures += 1

@@ -15,6 +15,7 @@
 #include "icl/analysis/baselines.hpp"
 #include "icl/analysis/gdpp.hpp"
 #include "icl/analysis/metrics.hpp"
+#include "icl/analysis/probes.hpp"
 #include "icl/base/cancel.hpp"
 #include "icl/model/gram.hpp"
 #include "icl/model/model.hpp"
@@ -275,7 +276,12 @@ struct Weights {
     shape.n = n;
     if (!transformer) return;
     transformer->n = n;
-    transformer->T = transformer->tokens == Tokens::classic ? 2 * n + 1 : n + 1;
+    transformer->T = transformer->tokens == Tokens::constructed ? n + 1 : 2 * n + 1;
+  }
+  // Whether the weights run on contexts of length n: not beyond a learnt positional table's rows.
+  bool fits(int n) const {
+    return !transformer || transformer->pe != PosEnc::learnt ||
+           (transformer->tokens == Tokens::constructed ? n + 1 : 2 * n + 1) <= transformer->positions;
   }
   void set_act_clip(double a) {
     shape.act_clip = a;
@@ -757,8 +763,9 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& tr
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_context(k), kOodTasks);
     const std::vector<double> yk = labels(set);
     const Models<T> mk = at_length(p, m, lk.n);
-    for (const auto& [method, w] : ood_models(mk))
-      S[{Family::ood_context_loss, method}].push_back(mse(run_model(*w, set, false, stop).final(), yk));
+    for (const auto& [method, w] : ood_models(mk))   // NaN where a learnt positional table ends (Weights::fits)
+      S[{Family::ood_context_loss, method}].push_back(w->fits(lk.n) ? mse(run_model(*w, set, false, stop).final(), yk)
+                                                                    : kNaN);
   }
 }
 
@@ -831,10 +838,11 @@ void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const
     pk.n = k;
     const Models<T> mk = at_length(p, m, k);
     std::optional<TaskBatch<T>> cut;
-    const std::vector<double> tf = readouts_at(mk.tf, set, k, G, zq, cut, stop);
+    const bool fits = mk.tf.fits(k);   // NaN beyond a learnt positional table
+    const std::vector<double> tf = fits ? readouts_at(mk.tf, set, k, G, zq, cut, stop) : std::vector<double>{};
     S[Metric::context_length].push_back(k);
-    S[{Family::context_loss, Method::tf}].push_back(mse(tf, y));
-    S[Metric::se_context_loss_tf].push_back(paired_se(tf, {}, y));
+    S[{Family::context_loss, Method::tf}].push_back(fits ? mse(tf, y) : kNaN);
+    S[Metric::se_context_loss_tf].push_back(fits ? paired_se(tf, {}, y) : kNaN);
     S[{Family::context_loss, Method::gdpp}].push_back(mse(readouts_at(mk.gdpp, set, k, G, zq, cut, stop), y));
     TaskSetBuilder ts(bases);
     for (int i = 0; i < set.B; ++i) {
@@ -951,6 +959,8 @@ Analysis analyse_typed(const Point& p, const Trained& trained, const std::atomic
   const TaskLaw pool = pool_law(p);   // w from the training pool (task_pool > 0), else the fresh law
   check_stop(stop);
   evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);
+  check_stop(stop);
+  if (probes_apply(p)) probe_newton(p, trained.theta, out, stop);
   check_stop(stop);
   if (p.task_pool > 0) pool_tasks(p, pool, bases, t, m, out, stop);
   check_stop(stop);

@@ -18,6 +18,14 @@ std::string newton_similarity_doc() {
          kNewtonAlpha;
 }
 
+std::string probe_newton_similarity_doc() {
+  return std::string("causal transformers trained at every prefix (probes.hpp): per layer l and Newton step k = 0..K_max, "
+                     "the cosine between the vectors over the x tokens of the errors of l's least-squares probe and of "
+                     "k Newton steps on the prefix, averaged over 2,000 fresh tasks (Fu et al. 2023's own metric), "
+                     "L x (K_max + 1) row-major; ") +
+         kNewtonAlpha;
+}
+
 std::string newton_doc() {
   return std::string("K = L steps of iterative Newton for the pseudo-inverse of S = X X^T, nothing tuned (Fu et al. "
                      "2023): ") +

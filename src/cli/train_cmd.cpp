@@ -12,6 +12,7 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
@@ -85,9 +86,23 @@ int train_main(int argc, char** argv) {
     desc.add_options()(o.name.c_str(), po::value<std::string>()->value_name("VALUE"),
                        (o.help + " [default: " + o.get(defaults) + "]").c_str());
 
+  po::options_description hidden;   // bare arguments: refused below (Boost would drop them silently)
+  hidden.add_options()("bare", po::value<std::vector<std::string>>());
+  po::options_description all;
+  all.add(desc).add(hidden);
+  po::positional_options_description bare;
+  bare.add("bare", -1);
   po::variables_map vm;
   try {
-    po::store(po::command_line_parser(argc, argv).options(desc).run(), vm);
+    po::store(po::command_line_parser(argc, argv).options(all).positional(bare).run(), vm);
+    if (vm.count("bare")) {
+      const std::string a = vm["bare"].as<std::vector<std::string>>().front();
+      const size_t eq = a.find('=');
+      std::cerr << "icl-sweep train: argument '" << a << "': options are given as --name VALUE"
+                << (eq != std::string::npos && eq > 0 ? " (here --" + a.substr(0, eq) + " " + a.substr(eq + 1) + ")" : "")
+                << "; nothing was run\n";
+      return kExitUsage;
+    }
     if (vm.count("config")) {
       const std::string cfg = vm["config"].as<std::string>();
       std::string text, why;

@@ -9,6 +9,8 @@
 // weights enter as broadcast scalars).  Exp and tanh are Eigen's vectorised array functions at the lane width.
 #include "icl/model/blocks.hpp"
 
+#include <algorithm>
+
 #include "icl/base/eigen.hpp"
 #include "icl/model/lane_product.hpp"
 
@@ -127,15 +129,17 @@ void gelu_backward(const Lane<T>* U, const Lane<T>* dY, Lane<T>* dU, int count) 
 }
 
 template <class T>
-void attention_weights_forward(AttnKind kind, T inv_sqrt_k, T s, CMat<T> S, Mat<T> Pm, Mat<T> A) {
+void attention_weights_forward(AttnKind kind, bool causal, T inv_sqrt_k, T s, CMat<T> S, Mat<T> Pm, Mat<T> A) {
   using L = Lane<T>;
-  const int nk = S.rows;
+  const auto keys = [&](int c) { return causal ? std::min(c + 1, S.rows) : S.rows; };   // keys a < keys(c) attended
   if (kind == AttnKind::linear) {
-    for (int a = 0; a < nk; ++a)
-      for (int c = 0; c < S.cols; ++c) A.at(a, c) = S.at(a, c);
+    for (int a = 0; a < S.rows; ++a)
+      for (int c = 0; c < S.cols; ++c) A.at(a, c) = a < keys(c) ? S.at(a, c) : L{};
     return;
   }
   for (int c = 0; c < S.cols; ++c) {
+    const int nk = keys(c);
+    for (int a = nk; a < S.rows; ++a) Pm.at(a, c) = A.at(a, c) = L{};
     L mx = S.at(0, c);
     for (int a = 1; a < nk; ++a) {
       const L v = S.at(a, c);
@@ -158,19 +162,20 @@ void attention_weights_forward(AttnKind kind, T inv_sqrt_k, T s, CMat<T> S, Mat<
 }
 
 template <class T>
-void attention_weights_backward(AttnKind kind, T inv_sqrt_k, T s, CMat<T> S, CMat<T> Pm, CMat<T> dA, Mat<T> dS,
-                                Lane<T>* dy) {
+void attention_weights_backward(AttnKind kind, bool causal, T inv_sqrt_k, T s, CMat<T> S, CMat<T> Pm, CMat<T> dA,
+                                Mat<T> dS, Lane<T>* dy) {
   using L = Lane<T>;
-  const int nk = S.rows;
+  const auto keys = [&](int c) { return causal ? std::min(c + 1, S.rows) : S.rows; };
   if (kind == AttnKind::linear) {
-    if (dS.p != dA.p)
-      for (int a = 0; a < nk; ++a)
-        for (int c = 0; c < S.cols; ++c) dS.at(a, c) = dA.at(a, c);
+    for (int a = 0; a < S.rows; ++a)
+      for (int c = 0; c < S.cols; ++c) dS.at(a, c) = a < keys(c) ? dA.at(a, c) : L{};
     return;
   }
   const T ws = kind == AttnKind::softmax ? T(1) : s;   // weight of the softmax part
   L dmix{};
   for (int c = 0; c < S.cols; ++c) {
+    const int nk = keys(c);
+    for (int a = nk; a < S.rows; ++a) dS.at(a, c) = L{};
     L dot{};
     for (int a = 0; a < nk; ++a) dot += Pm.at(a, c) * dA.at(a, c);
     for (int a = 0; a < nk; ++a) {
@@ -235,8 +240,8 @@ void clip_backward(const Lane<T>* Y, Lane<T>* G, int count, T a) {
   template void layernorm_backward<T>(const T*, CMat<T>, const Lane<T>*, CMat<T>, Mat<T>, Lane<T>*, Lane<T>*); \
   template void gelu_forward<T>(const Lane<T>*, Lane<T>*, int);                                               \
   template void gelu_backward<T>(const Lane<T>*, const Lane<T>*, Lane<T>*, int);                              \
-  template void attention_weights_forward<T>(AttnKind, T, T, CMat<T>, Mat<T>, Mat<T>);                        \
-  template void attention_weights_backward<T>(AttnKind, T, T, CMat<T>, CMat<T>, CMat<T>, Mat<T>, Lane<T>*);   \
+  template void attention_weights_forward<T>(AttnKind, bool, T, T, CMat<T>, Mat<T>, Mat<T>);                  \
+  template void attention_weights_backward<T>(AttnKind, bool, T, T, CMat<T>, CMat<T>, CMat<T>, Mat<T>, Lane<T>*); \
   template void matmul_tn_forward<T>(CMat<T>, CMat<T>, Mat<T>);                                               \
   template void matmul_tn_backward<T>(CMat<T>, CMat<T>, CMat<T>, Mat<T>, Mat<T>);                             \
   template void matmul_nn_forward<T>(CMat<T>, CMat<T>, Mat<T>);                                               \

@@ -20,12 +20,13 @@ TransformerShape transformer_shape(const Point& p) {
   s.d = p.d;
   s.n = p.n;
   s.tokens = p.tokens;
-  s.T = p.tokens == Tokens::classic ? 2 * p.n + 1 : p.n + 1;
+  s.T = p.tokens == Tokens::constructed ? p.n + 1 : 2 * p.n + 1;
   s.d_tok = p.tokens == Tokens::classic ? p.d : p.d + 1;
   s.embed = p.embed;
   s.E_emb = p.embed == Embed::none ? s.d_tok : p.embed_size;
   s.pe = p.pe;
   s.pe_size = p.pe == PosEnc::none ? 0 : p.pe_size;
+  s.positions = p.pe == PosEnc::learnt ? s.T : 0;
   s.E = s.E_emb + (p.pe == PosEnc::concat ? s.pe_size : 0);
   s.layers = p.layers;
   s.heads = p.heads;
@@ -41,6 +42,10 @@ TransformerShape transformer_shape(const Point& p) {
   s.layer_norm = p.layer_norm;
   s.ln_first = p.layer_norm_first;
   s.bias = p.bias;
+  s.embed_bias = p.embed_bias;
+  s.causal = p.causal;
+  s.readout = p.readout;
+  s.prefix_loss = p.prefix_loss;
   s.tie = p.tie;
   s.widening = p.widening;
   s.act_clip = p.act_clip;
@@ -49,22 +54,25 @@ TransformerShape transformer_shape(const Point& p) {
 }
 
 double transformer_flops_per_task(const TransformerShape& s) {
-  const double T = s.T, nk = s.T - 1, E = s.E, HK = static_cast<double>(s.heads) * s.key, F = s.widening * E;
+  const double T = s.T, nk = s.keys(), E = s.E, HK = static_cast<double>(s.heads) * s.key, F = s.widening * E;
   double per_layer = T * E * HK + 2 * nk * E * HK + T * HK * E   // projections q, k, v, o
                      + 2 * s.heads * nk * T * s.key;              // scores and weighted values
   if (s.mlp) per_layer += 2 * T * E * F;
   double embed = 0;
   if (s.embed != Embed::none) embed += T * s.d_tok * s.E_emb;
   if (s.embed == Embed::mlp) embed += 2 * T * s.E_emb * s.widening * s.E_emb;
-  return 2.0 * 3.0 * (per_layer * s.layers + embed);   // backward ~ 2x forward
+  const double readout = s.readout == Readout::head ? T * E * s.layers : 0;   // every layer's, every token
+  return 2.0 * 3.0 * (per_layer * s.layers + embed + readout);   // backward ~ 2x forward
 }
 
 double transformer_param_count(const TransformerShape& s) {   // TransformerLayout's views, in double
   const double E = s.E, HK = static_cast<double>(s.heads) * s.key, F = static_cast<double>(s.widening) * E,
                E0 = s.E_emb, F0 = static_cast<double>(s.widening) * s.E_emb, bias = s.bias ? 1 : 0;
   double count = 0;
-  if (s.embed != Embed::none) count += s.d_tok * E0 + bias * E0;
+  if (s.embed != Embed::none) count += s.d_tok * E0 + (s.embed_bias ? bias : 0) * E0;
   if (s.embed == Embed::mlp) count += E0 * F0 + F0 + F0 * E0 + E0;
+  if (s.pe == PosEnc::learnt) count += static_cast<double>(s.positions) * E0;
+  if (s.readout == Readout::head) count += 3 * E;
   for (int l = 0; l < s.weight_layers(); ++l) {
     if (s.ln1_at(l)) count += 2 * E;
     if (s.attention_at(l) == Attention::mix) count += 1;
@@ -77,7 +85,7 @@ double transformer_param_count(const TransformerShape& s) {   // TransformerLayo
 TransformerLayout::TransformerLayout(const TransformerShape& s) {
   if (s.embed != Embed::none) {
     embed_.W = add("emb.W", 0, s.d_tok, s.E_emb, s.d_tok, ViewInit::weight);
-    if (s.bias) embed_.b = add("emb.b", 0, 1, s.E_emb, 1, ViewInit::zero);   // the code's use_bias_p
+    if (s.bias && s.embed_bias) embed_.b = add("emb.b", 0, 1, s.E_emb, 1, ViewInit::zero);   // the code's use_bias_p
   }
   if (s.embed == Embed::mlp) {   // the code's input MLP: always with biases
     const int F = s.widening * s.E_emb;
@@ -86,6 +94,7 @@ TransformerLayout::TransformerLayout(const TransformerShape& s) {
     embed_.W2 = add("emb_mlp.W2", 0, F, s.E_emb, F, ViewInit::weight);
     embed_.b2 = add("emb_mlp.b2", 0, 1, s.E_emb, 1, ViewInit::zero);
   }
+  if (s.pe == PosEnc::learnt) embed_.pe = add("pe.W", 0, s.positions, s.E_emb, s.E_emb, ViewInit::weight);   // GPT-2's wpe
   const int E = s.E, HK = s.heads * s.key, F = s.widening * E;
   for (int l = 0; l < s.weight_layers(); ++l) {
     LayerOffsets o;
@@ -115,6 +124,11 @@ TransformerLayout::TransformerLayout(const TransformerShape& s) {
     }
     layers_.push_back(o);
   }
+  if (s.readout == Readout::head) {   // GPT-2's ln_f and the read-out map (Dense(1), no bias)
+    readout_.ln_g = add("lnf.g", 0, 1, E, 1, ViewInit::one);
+    readout_.ln_b = add("lnf.b", 0, 1, E, 1, ViewInit::zero);
+    readout_.W = add("head.W", 0, E, 1, E, ViewInit::weight);
+  }
   if (s.gd_eta > 0)
     for (TransformerView& v : views_)
       if (v.name.rfind("attn.", 0) == 0) v.trained = false;
@@ -136,6 +150,14 @@ static double gd_embed_sd(const Point& p, const TransformerView& v) {
   return std::sqrt(p.init_scale / fan);
 }
 
+// nanoGPT's init as Raventos et al.'s gpt2.py has it: every weight (embedding, positional table, projections,
+// read-out) N(0, 0.02^2) with 0.02 = init_scale, the residual projections (attn.Wo, mlp.W2: its c_proj) scaled
+// by 1/sqrt(2 layers).
+static double gpt2_sd(const Point& p, const TransformerView& v) {
+  const bool residual = v.name == "attn.Wo" || v.name == "mlp.W2";
+  return residual ? p.init_scale / std::sqrt(2.0 * p.layers) : p.init_scale;
+}
+
 std::vector<double> transformer_init(const Point& p, const TransformerLayout& layout) {
   std::vector<double> theta(layout.size(), 0.0);
   const uint64_t key = rng_key(p.seed, Stream::init);
@@ -146,8 +168,8 @@ std::vector<double> transformer_init(const Point& p, const TransformerLayout& la
       for (int x = 0; x < count; ++x) theta[v.offset + x] = v.init == ViewInit::one ? 1.0 : 0.0;
       continue;
     }
-    if (p.init == Init::normal || p.init == Init::gd_embed) {
-      const double sd = p.init == Init::normal ? p.init_scale : gd_embed_sd(p, v);
+    if (p.init != Init::vs_truncated) {
+      const double sd = p.init == Init::normal ? p.init_scale : p.init == Init::gpt2 ? gpt2_sd(p, v) : gd_embed_sd(p, v);
       for (int x = 0; x < count; ++x) theta[v.offset + x] = sd * rng_normal(key, i++);
       continue;
     }
@@ -191,7 +213,7 @@ AttnKind attn_kind(Attention a) {
 }  // namespace
 
 std::vector<TransformerBuffer> transformer_buffers(const TransformerShape& s) {
-  const size_t T = s.T, nk = s.T - 1, Ls = s.layers, ET = static_cast<size_t>(s.E) * T,
+  const size_t T = s.T, nk = s.keys(), Ls = s.layers, ET = static_cast<size_t>(s.E) * T,
                HT = static_cast<size_t>(s.heads) * s.key * T, ST = static_cast<size_t>(s.heads) * nk * T,
                FT = static_cast<size_t>(s.widening) * s.E * T, E0T = static_cast<size_t>(s.E_emb) * T,
                F0T = static_cast<size_t>(s.widening) * s.E_emb * T, XT = static_cast<size_t>(s.d_tok) * T;
@@ -200,7 +222,8 @@ std::vector<TransformerBuffer> transformer_buffers(const TransformerShape& s) {
       {"H", (Ls + 1) * ET}, {"X1", Ls * ET}, {"xhat1", Ls * ET}, {"rstd1", Ls * T},   // per layer: tokens, LN_1
       {"q", Ls * HT}, {"k", Ls * HT}, {"v", Ls * HT}, {"att", Ls * HT},      // projections, head outputs
       {"S", Ls * ST}, {"Pm", Ls * ST}, {"A", Ls * ST}, {"Hm", Ls * ET},      // scores, residual
-      {"dH", ET}, {"dX", ET}, {"dq", HT}, {"dk", HT}, {"dv", HT}, {"dO", HT}, {"dA", nk * T}};   // backward scratch
+      {"dH", ET}, {"dX", ET}, {"dq", HT}, {"dk", HT}, {"dv", HT}, {"dO", HT}, {"dA", nk * T},   // backward scratch
+      {"dy", T}};                                                            // dLoss/dyhat at every token
   if (s.embed == Embed::mlp)
     for (const char* n : {"embU", "embG", "dembU"}) b.push_back({n, F0T});
   if (s.mlp) {
@@ -208,6 +231,10 @@ std::vector<TransformerBuffer> transformer_buffers(const TransformerShape& s) {
     b.push_back({"rstd2", Ls * T});
     for (const char* n : {"U", "G"}) b.push_back({n, Ls * FT});
     for (const char* n : {"dU", "dG"}) b.push_back({n, FT});
+  }
+  if (s.readout == Readout::head) {   // per layer: LN_f and the read-out at every token
+    for (const char* n : {"Xf", "xhatf"}) b.push_back({n, Ls * ET});
+    for (const char* n : {"rstdf", "yf"}) b.push_back({n, Ls * T});
   }
   return b;
 }
@@ -230,13 +257,15 @@ struct LaneTransformer<T>::Impl {
   LaneVec<T> Hm;                        // [E x T]: after the attention residual (and clip)
   LaneVec<T> X2, xhat2, rstd2;          // [E x T], [E x T], [T]: LN_2
   LaneVec<T> U, G;                      // [F x T]: MLP pre-activation, GELU output
+  LaneVec<T> Xf, xhatf, rstdf, yf;      // [E x T], [E x T], [T], [T]: LN_f and the head's output (readout = head)
   // backward scratch, and dLoss/dX0
-  LaneVec<T> dX0, dH, dX, dq, dk, dv, dA, dO, dU, dG, demb, dembU;
+  LaneVec<T> dX0, dH, dX, dq, dk, dv, dA, dO, dU, dG, demb, dembU, dy;
 
   explicit Impl(const TransformerShape& shape)
-      : s(shape), layout(shape), T_(shape.T), nk(shape.T - 1), E(shape.E), HK(shape.heads * shape.key),
+      : s(shape), layout(shape), T_(shape.T), nk(shape.keys()), E(shape.E), HK(shape.heads * shape.key),
         F(shape.widening * shape.E), E0(shape.E_emb), F0(shape.widening * shape.E_emb) {
     ICL_CHECK(s.pe != PosEnc::add || s.pe_size == E0);
+    ICL_CHECK(s.pe != PosEnc::learnt || (s.pe_size == E0 && s.T <= s.positions));
     W.assign(layout.size(), T(0));
     dW.assign(layout.size(), L{});
     pe.resize(static_cast<size_t>(T_) * s.pe_size);
@@ -254,7 +283,8 @@ struct LaneTransformer<T>::Impl {
         {"X2", &Impl::X2}, {"xhat2", &Impl::xhat2}, {"rstd2", &Impl::rstd2}, {"U", &Impl::U}, {"G", &Impl::G},
         {"dX0", &Impl::dX0}, {"dH", &Impl::dH}, {"dX", &Impl::dX}, {"dq", &Impl::dq}, {"dk", &Impl::dk},
         {"dv", &Impl::dv}, {"dA", &Impl::dA}, {"dO", &Impl::dO}, {"dU", &Impl::dU}, {"dG", &Impl::dG},
-        {"demb", &Impl::demb}, {"dembU", &Impl::dembU}};
+        {"demb", &Impl::demb}, {"dembU", &Impl::dembU}, {"Xf", &Impl::Xf}, {"xhatf", &Impl::xhatf},
+        {"rstdf", &Impl::rstdf}, {"yf", &Impl::yf}, {"dy", &Impl::dy}};
     for (const auto& [n, m] : members)
       if (name == n) return &(this->*m);
     ICL_CHECK(!"a buffer of transformer_buffers without its member");
@@ -285,12 +315,13 @@ struct LaneTransformer<T>::Impl {
       std::memcpy(static_cast<void*>(X0.data()), Z0, sizeof(L) * D * N);
       return;
     }
-    // classic: token 2j = x_j, token 2j+1 = (0, .., 0, y_j), token 2n = x_query
-    const int d = s.d;
+    // classic: token 2j = x_j, token 2j+1 = (0, .., 0, y_j), token 2n = x_query;
+    // padded:  token 2j = (0, x_j), token 2j+1 = (y_j, 0, .., 0)
+    const int d = s.d, x_row = s.tokens == Tokens::padded ? 1 : 0, y_row = s.tokens == Tokens::padded ? 0 : d - 1;
     for (auto& x : X0) x = L{};
     for (int j = 0; j < N; ++j)
-      for (int i = 0; i < d; ++i) X0[i * T_ + 2 * j] = Z0[i * N + j];
-    for (int j = 0; j < s.n; ++j) X0[(d - 1) * T_ + 2 * j + 1] = Z0[d * N + j];
+      for (int i = 0; i < d; ++i) X0[(x_row + i) * T_ + 2 * j] = Z0[i * N + j];
+    for (int j = 0; j < s.n; ++j) X0[y_row * T_ + 2 * j + 1] = Z0[d * N + j];
   }
 
   void embed_forward() {
@@ -312,9 +343,9 @@ struct LaneTransformer<T>::Impl {
       gelu_forward<T>(u.p, g.p, F0 * T_);
       dense_forward<T>(w(eo.W2), w(eo.b2), g, m);
     }
+    const T* table = s.pe == PosEnc::add ? pe.data() : s.pe == PosEnc::learnt ? w(eo.pe) : nullptr;   // T x E0
     for (int r = 0; r < E0; ++r)
-      for (int t = 0; t < T_; ++t)
-        H0.at(r, t) = e.at(r, t) + m.at(r, t) + (s.pe == PosEnc::add ? pe[t * s.pe_size + r] : T(0));
+      for (int t = 0; t < T_; ++t) H0.at(r, t) = e.at(r, t) + m.at(r, t) + (table ? table[t * E0 + r] : T(0));
     if (s.pe == PosEnc::concat)
       for (int r = 0; r < s.pe_size; ++r)
         for (int t = 0; t < T_; ++t) H0.at(E0 + r, t) = Lane<T>{} + pe[t * s.pe_size + r];
@@ -334,7 +365,7 @@ struct LaneTransformer<T>::Impl {
     const T r = T(1) / std::sqrt(static_cast<T>(s.key)), sm = mix_s(o);
     for (int h = 0; h < s.heads; ++h) {
       matmul_tn_forward<T>(head(K, h, nk), head(Q, h, T_), score(S, l, h));          // S = k_h^T q_h
-      attention_weights_forward<T>(kind, r, sm, score(S, l, h), score(Pm, l, h), score(A, l, h));
+      attention_weights_forward<T>(kind, s.causal, r, sm, score(S, l, h), score(Pm, l, h), score(A, l, h));
       matmul_nn_forward<T>(head(V, h, nk), score(A, l, h), head(O, h, T_));          // o_h = v_h A_h
     }
     dense_forward<T>(w(o.Wo), w(o.bo), O, hm);                                      // Hm = H + Wo^T o + bo
@@ -391,7 +422,7 @@ struct LaneTransformer<T>::Impl {
     Mat<T> da{dA.data(), nk, T_, T_};
     for (int h = 0; h < s.heads; ++h) {
       matmul_nn_backward<T>(head(V, h, nk), score(A, l, h), head(dO_, h, T_), head(dV, h, nk), da);   // o_h = v_h A_h
-      attention_weights_backward<T>(kind, r, sm, score(S, l, h), score(Pm, l, h), da, da, &dmix);
+      attention_weights_backward<T>(kind, s.causal, r, sm, score(S, l, h), score(Pm, l, h), da, da, &dmix);
       matmul_tn_backward<T>(head(K, h, nk), head(Q, h, T_), da, head(dK, h, nk), head(dQ, h, T_));  // S = k_h^T q_h
     }
     if (o.mix >= 0) dW[o.mix] += dmix;
@@ -409,16 +440,44 @@ struct LaneTransformer<T>::Impl {
       layernorm_backward<T>(w(o.ln1_g), tok(xhat1, l), rstd1.data() + l * T_, dx1, dh, dw(o.ln1_g), dw(o.ln1_b));
   }
 
+  // The prediction at token t after layer l: -H_{l+1}(E-1, t) (channel) or yf_l(t) (head, computed here for
+  // every token: yf_l = w_r^T LN_f(H_{l+1})).
+  void readout_forward(int l) {
+    if (s.readout == Readout::channel) return;
+    const ReadoutOffsets& ro = layout.readout();
+    Mat<T> xf = tok(Xf, l);
+    layernorm_forward<T>(w(ro.ln_g), w(ro.ln_b), tok(H, l + 1), xf, tok(xhatf, l), rstdf.data() + l * T_);
+    dense_forward<T>(w(ro.W), nullptr, xf, mat(yf, l, 1, T_));
+  }
+  L prediction(int l, int t) { return s.readout == Readout::head ? yf[l * T_ + t] : -tok(H, l + 1).at(E - 1, t); }
+
+  // dH = dLoss/dH_L from dy = dLoss/dyhat at every token of the last layer's readout.
+  void readout_backward() {
+    for (auto& x : dH) x = L{};
+    const int l = s.layers - 1;
+    if (s.readout == Readout::channel) {   // yhat_t = -H_L(E-1, t)
+      for (int t = 0; t < T_; ++t) dH[(E - 1) * T_ + t] = -dy[t];
+      return;
+    }
+    const ReadoutOffsets& ro = layout.readout();   // yhat = w_r^T LN_f(H_L): dX = w_r dy, then LN_f's backward
+    Mat<T> dxf{dX.data(), E, T_, T_}, dh{dH.data(), E, T_, T_};
+    dense_backward<T, false>(w(ro.W), tok(Xf, l), CMat<T>{dy.data(), 1, T_, T_}, dxf, dw(ro.W), nullptr);
+    layernorm_backward<T>(w(ro.ln_g), tok(xhatf, l), rstdf.data() + l * T_, dxf, dh, dw(ro.ln_g), dw(ro.ln_b));
+  }
+
   // dH: dLoss/dH_0 on entry; the embedding's parameters get their gradients, dX0 = dLoss/dX0.
   void embed_backward() {
     const Mat<T> de{dH.data(), E0, T_, T_};   // rows < E0 of dH_0 (concatenated encodings are constants)
     const Mat<T> dx0{dX0.data(), s.d_tok, T_, T_};
+    const EmbedOffsets& eo = layout.embed();
+    if (s.pe == PosEnc::learnt)   // H_0 += the table
+      for (int r = 0; r < E0; ++r)
+        for (int t = 0; t < T_; ++t) dW[eo.pe + t * E0 + r] += de.at(r, t);
     if (s.embed == Embed::none) {   // H_0 = X0 (+ encodings)
       for (int r = 0; r < s.d_tok; ++r)
         for (int t = 0; t < T_; ++t) dx0.at(r, t) = de.at(r, t);
       return;
     }
-    const EmbedOffsets& eo = layout.embed();
     Mat<T> e{emb.data(), E0, T_, T_};
     if (s.embed == Embed::mlp) {
       // H_0 = emb + W2^T gelu(u) + b2,  u = W1^T emb + b1:  demb = dH_0 + W1 gelu'(u) W2 dH_0
@@ -454,15 +513,33 @@ void LaneTransformer<T>::model_forward(const L* Z0, L* yhat) {
   m.embed_forward();
   for (int l = 0; l < shape_.layers; ++l) {
     m.layer_forward(l);
-    yhat[l] = -m.tok(m.H, l + 1).at(m.E - 1, m.T_ - 1);
+    m.readout_forward(l);
+    yhat[l] = m.prediction(l, m.T_ - 1);
   }
+}
+
+template <class T>
+void LaneTransformer<T>::prefix_predictions(L* yhat) const {
+  Impl& m = *impl_;
+  for (int j = 0; j <= shape_.n; ++j) yhat[j] = m.prediction(shape_.layers - 1, shape_.x_token(j));
 }
 
 template <class T>
 void LaneTransformer<T>::model_backward(const L& dyhat) {
   Impl& m = *impl_;
-  for (auto& x : m.dH) x = L{};
-  m.dH[(m.E - 1) * m.T_ + m.T_ - 1] = -dyhat;   // yhat = -H_L(E-1, T-1)
+  for (auto& x : m.dy) x = L{};
+  m.dy[m.T_ - 1] = dyhat;
+  m.readout_backward();
+  for (int l = shape_.layers - 1; l >= 0; --l) m.layer_backward(l);
+  m.embed_backward();
+}
+
+template <class T>
+void LaneTransformer<T>::prefix_backward(const L* dyhat) {
+  Impl& m = *impl_;
+  for (auto& x : m.dy) x = L{};
+  for (int j = 0; j <= shape_.n; ++j) m.dy[shape_.x_token(j)] = dyhat[j];
+  m.readout_backward();
   for (int l = shape_.layers - 1; l >= 0; --l) m.layer_backward(l);
   m.embed_backward();
 }
@@ -491,6 +568,13 @@ const Lane<T>* LaneTransformer<T>::input_grad() const { return impl_->dX0.data()
 template <class T>
 const Lane<T>* LaneTransformer<T>::tokens(int l) const {
   return impl_->H.data() + static_cast<size_t>(l) * impl_->E * impl_->T_;
+}
+
+template <class T>
+const Lane<T>* LaneTransformer<T>::readout_features() const {
+  const Impl& m = *impl_;
+  if (shape_.readout == Readout::channel) return tokens(shape_.layers);
+  return m.Xf.data() + static_cast<size_t>(shape_.layers - 1) * m.E * m.T_;
 }
 
 template class LaneTransformer<float>;

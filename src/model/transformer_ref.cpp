@@ -14,11 +14,18 @@
 //                         attn[t, h] = sum_a weights[h, t, a] v[a, h];  out = Linear(E)(attn)
 //   MLP                   Linear(widening x width) -> gelu (tanh form) -> Linear(width)
 //   LayerNorm             haiku's (axis -1, eps 1e-5, scale and offset)
+// and the GPT-2 model of Raventos et al. (mansheej/icl-task-diversity, icl/gpt2.py and models.py), as options:
+//   to_seq                x_j -> (0, x_j), y_j -> (y_j, 0, .., 0), interleaved (tokens = padded)
+//   GPT2Model             h = Dense(E, no bias)(seq) + wpe[t] (pe = learnt); blocks x + attn(ln_1(x)),
+//                         x + mlp(ln_2(x)); then ln_f
+//   GPT2SelfAttention     att = q k^T / sqrt(hs), masked where key > query (jnp.tril: causal), softmax
+//   Transformer           preds = Dense(1, no bias)(ln_f(h))[::2] (readout = head, every x token)
 // Deliberately the obvious expressions, recomputed from theta on every call.
 #include "icl/model/transformer_ref.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "icl/base/check.hpp"
 
@@ -85,25 +92,39 @@ Eigen::MatrixXd softmax_rows(const Eigen::MatrixXd& x) {
   return y;
 }
 
-// MultiHeadAttention(query = x, key = value = x[:-1]).
+// The causal mask: logits[t, a] for keys a > t set to the lowest float (as gpt2.py's jnp.where), which
+// the softmax makes exactly 0; the linear weights there are 0.
+Eigen::MatrixXd masked(const Eigen::MatrixXd& logits, double fill) {
+  Eigen::MatrixXd y = logits;
+  for (int t = 0; t < y.rows(); ++t)
+    for (int a = t + 1; a < y.cols(); ++a) y(t, a) = fill;
+  return y;
+}
+
+// MultiHeadAttention(query = x, key = value = x[:-1]), or (causal) every token attending to tokens 0..t.
 Eigen::MatrixXd attention(const TransformerShape& s, Attention kind, const LayerOffsets& o,
                           const std::vector<double>& theta, const Eigen::MatrixXd& x) {
   const int T = static_cast<int>(x.rows()), E = s.E, K = s.key, HK = s.heads * s.key;
-  const Eigen::MatrixXd context = x.topRows(T - 1);
+  const Eigen::MatrixXd context = s.causal ? x : x.topRows(T - 1);
   const Eigen::MatrixXd q = linear(x, theta, o.Wq, o.bq, HK, s.bias);         // T x HK
   const Eigen::MatrixXd k = linear(context, theta, o.Wk, o.bk, HK, s.bias);   // T-1 x HK
   const Eigen::MatrixXd v = linear(context, theta, o.Wv, o.bv, HK, s.bias);   // T-1 x HK
   Eigen::MatrixXd attn(T, HK);
   for (int h = 0; h < s.heads; ++h) {
-    const Eigen::MatrixXd logits = q.middleCols(h * K, K) * k.middleCols(h * K, K).transpose();   // T x T-1
+    const Eigen::MatrixXd logits = q.middleCols(h * K, K) * k.middleCols(h * K, K).transpose();   // T x keys
+    const auto soft = [&] {
+      const Eigen::MatrixXd z = logits / std::sqrt(static_cast<double>(K));
+      return softmax_rows(s.causal ? masked(z, -std::numeric_limits<double>::max()) : z);
+    };
+    const Eigen::MatrixXd lin = s.causal ? masked(logits, 0.0) : logits;
     Eigen::MatrixXd weights;
     switch (kind) {
-      case Attention::linear: weights = logits; break;
-      case Attention::softmax: weights = softmax_rows(logits / std::sqrt(static_cast<double>(K))); break;
+      case Attention::linear: weights = lin; break;
+      case Attention::softmax: weights = soft(); break;
       case Attention::mix: {
         const double y = param(theta, o.mix, 1, 1)(0, 0);
         const double sig = 1.0 / (1.0 + std::exp(-10.0 * y));
-        weights = softmax_rows(logits / std::sqrt(static_cast<double>(K))) * sig + (1.0 - sig) * logits;
+        weights = soft() * sig + (1.0 - sig) * lin;
         break;
       }
     }
@@ -134,15 +155,20 @@ Eigen::MatrixXd transformer_ref_pos_encoding(int T, int size) {
 
 Eigen::VectorXd transformer_ref_forward(const TransformerShape& s, const TransformerLayout& layout,
                                         const std::vector<double>& theta, const Eigen::MatrixXd& Z0,
-                                        std::vector<Eigen::MatrixXd>* tokens) {
+                                        std::vector<Eigen::MatrixXd>* tokens, Eigen::VectorXd* prefix) {
   const int d = s.d, n = s.n;
   ICL_CHECK(Z0.rows() == d + 1 && Z0.cols() == n + 1);
   ICL_CHECK(static_cast<int>(theta.size()) == layout.size());
 
-  // Tokens: constructed (x_j; y_j) columns, or classic x_1, (0..0, y_1), .., (0..0, y_n), x_query.
+  // Tokens: constructed (x_j; y_j) columns, or classic x_1, (0..0, y_1), .., (0..0, y_n), x_query, or padded
+  // (0, x_1), (y_1, 0..0), .., (0, x_query).
   Eigen::MatrixXd x;
   if (s.tokens == Tokens::constructed) {
     x = Z0.transpose();                        // n+1 x d+1
+  } else if (s.tokens == Tokens::padded) {
+    x = Eigen::MatrixXd::Zero(2 * n + 1, d + 1);
+    for (int j = 0; j <= n; ++j) x.row(2 * j).tail(d) = Z0.col(j).head(d).transpose();
+    for (int j = 0; j < n; ++j) x(2 * j + 1, 0) = Z0(d, j);
   } else {
     x = Eigen::MatrixXd::Zero(2 * n + 1, d);   // 2n+1 x d
     for (int j = 0; j < n; ++j) {
@@ -157,7 +183,7 @@ Eigen::VectorXd transformer_ref_forward(const TransformerShape& s, const Transfo
   // Embedding: the emb Linear has a bias iff use_bias_p; the input MLP always has biases.
   Eigen::MatrixXd emb = x;
   const EmbedOffsets& eo = layout.embed();
-  if (s.embed != Embed::none) emb = linear(x, theta, eo.W, eo.b, s.E_emb, s.bias);
+  if (s.embed != Embed::none) emb = linear(x, theta, eo.W, eo.b, s.E_emb, s.bias && s.embed_bias);
   if (s.embed == Embed::mlp) {
     const int F = s.widening * s.E_emb;
     emb = emb + linear(gelu(linear(emb, theta, eo.W1, eo.b1, F, true)), theta, eo.W2, eo.b2, s.E_emb, true);
@@ -170,6 +196,9 @@ Eigen::VectorXd transformer_ref_forward(const TransformerShape& s, const Transfo
     h = emb;
   } else if (s.pe == PosEnc::add) {
     h = emb + transformer_ref_pos_encoding(T, s.pe_size);
+  } else if (s.pe == PosEnc::learnt) {
+    ICL_CHECK(T <= s.positions);
+    h = emb + param(theta, eo.pe, T, s.E_emb);   // the table's first T rows
   } else {
     h.resize(T, s.E_emb + s.pe_size);
     h << emb, transformer_ref_pos_encoding(T, s.pe_size);
@@ -194,7 +223,17 @@ Eigen::VectorXd transformer_ref_forward(const TransformerShape& s, const Transfo
       if (s.act_clip > 0) h = clip(h, s.act_clip);
     }
     if (tokens) tokens->push_back(h);
-    yhat(l) = -h(T - 1, s.E - 1);
+    // The readout at every token: -h(t, E-1), or Dense(1, no bias)(ln_f(h)).
+    Eigen::VectorXd out = -h.col(s.E - 1);
+    if (s.readout == Readout::head) {
+      const ReadoutOffsets& ro = layout.readout();
+      out = layer_norm(h, theta, ro.ln_g, ro.ln_b) * param(theta, ro.W, s.E, 1);
+    }
+    yhat(l) = out(T - 1);
+    if (prefix && l == s.layers - 1) {
+      prefix->resize(n + 1);
+      for (int j = 0; j <= n; ++j) (*prefix)(j) = out(s.x_token(j));
+    }
   }
   return yhat;
 }

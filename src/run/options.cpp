@@ -326,9 +326,18 @@ void transformer_options(std::vector<OptionDef>& t) {
       "transformer ([VO23]'s code: projections W_Q, W_K, W_V, W_O, MLP, LayerNorm, embedding; section 2b)",
       &Point::arch, {{"lsa", Arch::lsa}, {"transformer", Arch::transformer}}));
   const size_t first = t.size();
-  t.push_back(enum_option<Tokens>("tokens", "token layout: constructed ((x_i, y_i) per token) or classic "
-      "(x_1, (0, y_1), x_2, ..., x_query: 2n+1 tokens of width d)", &Point::tokens,
-      {{"constructed", Tokens::constructed}, {"classic", Tokens::classic}}));
+  t.push_back(enum_option<Tokens>("tokens", "token layout: constructed ((x_i, y_i) per token), classic "
+      "(x_1, (0, y_1), x_2, ..., x_query: 2n+1 tokens of width d) or padded (the same order, width d+1: x as (0, x), "
+      "y as (y, 0, .., 0); Raventos et al.'s to_seq)", &Point::tokens,
+      {{"constructed", Tokens::constructed}, {"classic", Tokens::classic}, {"padded", Tokens::padded}}));
+  t.push_back(enum_option<bool>("causal", "causal attention: token t attends to tokens 0..t, itself included (GPT-2; "
+      "false: every token to the context tokens, [VO23]'s code)", &Point::causal, {{"false", false}, {"true", true}}));
+  t.push_back(enum_option<Readout>("readout", "the prediction: channel (minus the label channel of the token, "
+      "[VO23]) or head (a final LayerNorm and a linear map to one number, GPT-2's ln_f and read-out)", &Point::readout,
+      {{"channel", Readout::channel}, {"head", Readout::head}}));
+  t.push_back(enum_option<bool>("prefix_loss", "train on the loss at every x token, each predicting its label from "
+      "the pairs before it (Garg et al., Raventos et al.; needs causal), not at the query only", &Point::prefix_loss,
+      {{"false", false}, {"true", true}}));
   t.push_back(enum_option<FirstAttention>("attention_first", "layer 1's attention: as `attention`, or this one "
       "(the code's first_layer_sm, use_non_lin_mix)", &Point::attention_first,
       {{"same", FirstAttention::same}, {"linear", FirstAttention::linear}, {"softmax", FirstAttention::softmax},
@@ -349,12 +358,14 @@ void transformer_options(std::vector<OptionDef>& t) {
       {{"none", Embed::none}, {"linear", Embed::linear}, {"mlp", Embed::mlp}}));
   t.push_back(int_option("embed_size", "width after the embedding (the code's embedding_size; 0 with embed = none)",
                          &Point::embed_size, 0, 4096));
-  t.push_back(enum_option<PosEnc>("pe", "sinusoidal positional encodings: none, added to the tokens or "
-      "concatenated below them (the code's use_pe, concat_pe)", &Point::pe,
-      {{"none", PosEnc::none}, {"add", PosEnc::add}, {"concat", PosEnc::concat}}));
+  t.push_back(enum_option<PosEnc>("pe", "positional encodings: none, sinusoidal added to the tokens or "
+      "concatenated below them (the code's use_pe, concat_pe), or learnt: a trained table added (GPT-2's wpe)", &Point::pe,
+      {{"none", PosEnc::none}, {"add", PosEnc::add}, {"concat", PosEnc::concat}, {"learnt", PosEnc::learnt}}));
   t.push_back(int_option("pe_size", "width of the positional encodings (even; 0 with pe = none)", &Point::pe_size, 0, 4096));
   t.push_back(enum_option<bool>("bias", "biases in the attention and MLP maps (the code's use_bias_p)", &Point::bias,
       {{"true", true}, {"false", false}}));
+  t.push_back(enum_option<bool>("embed_bias", "with bias: a bias in the linear embedding too (Raventos et al.'s has none)",
+      &Point::embed_bias, {{"true", true}, {"false", false}}));
   t.push_back(real_option("gd_attention", "> 0: [VO23]'s 'MLP + 1 step of GD' (its Transformer_gd): the attention fixed to "
       "the 1-step GD construction at this rate and only the embedding trained (0 = off)", &Point::gd_attention, 0.0, false));
   for (size_t i = first; i < t.size(); ++i) t[i].scope.arch = Arch::transformer;
@@ -366,15 +377,22 @@ void validate_transformer(const Point& p, const std::function<void(const char*, 
     const std::string only = "applies only to arch = transformer";
     if (p.attention == Attention::mix) bad("attention", "mix " + only);
     if (p.init == Init::gd_embed) bad("init", "gd_embed " + only);
+    if (p.init == Init::gpt2) bad("init", "gpt2 " + only);
     return;
   }
+  if (p.prefix_loss && (!p.causal || p.tokens == Tokens::constructed))
+    bad("prefix_loss", "needs causal = true and tokens = classic or padded (a constructed token holds its own label)");
+  if (p.tokens == Tokens::padded && p.readout == Readout::channel)
+    bad("readout", "channel reads the label channel E-1 of classic or constructed tokens; padded tokens need readout = head");
+  if (p.gd_attention > 0 && (p.causal || p.readout != Readout::channel))
+    bad("gd_attention", "the GD construction reads the label channel of a non-causal model: needs causal = false, readout = channel");
   if (p.norm != Norm::one) bad("norm", "arch = transformer has no normalisation c (the code's plain sums): set norm = 1");
   if (p.tie && p.attention_first != FirstAttention::same) bad("attention_first", "a tied (recurrent) model has one attention: use same");
   if (p.layer_norm_first && (!p.layer_norm || p.tie))
     bad("layer_norm_first", "needs layer_norm = true and an untied model (a tied one has it before every layer)");
   if ((p.embed == Embed::none) != (p.embed_size == 0)) bad("embed_size", "must be >= 1 with an embedding and 0 without");
-  if ((p.pe == PosEnc::none) != (p.pe_size == 0) || p.pe_size % 2 != 0)
-    bad("pe_size", "must be even and >= 2 with positional encodings, 0 without");
+  if ((p.pe == PosEnc::none) != (p.pe_size == 0) || (p.pe_size % 2 != 0 && p.pe != PosEnc::learnt))
+    bad("pe_size", "must be >= 2 (and even, but for pe = learnt) with positional encodings, 0 without");
   if (p.gd_attention > 0 && (p.layers != 1 || p.heads != 1 || p.mlp || p.layer_norm || p.bias ||
                              p.attention != Attention::linear ||
                              (p.attention_first != FirstAttention::same && p.attention_first != FirstAttention::linear)))
@@ -383,8 +401,9 @@ void validate_transformer(const Point& p, const std::function<void(const char*, 
   if (p.init == Init::gd_embed && !(p.gd_attention > 0 && p.embed == Embed::mlp))
     bad("init", "gd_embed initialises the embedding of the GD model: needs gd_attention > 0 and embed = mlp");
   const int width = p.embed != Embed::none ? p.embed_size : p.tokens == Tokens::classic ? p.d : p.d + 1;
-  if (p.pe == PosEnc::add && p.pe_size != width)
-    bad("pe_size", "pe = add needs the token width, " + std::to_string(width) + " (embed_size, or d" +
+  if ((p.pe == PosEnc::add || p.pe == PosEnc::learnt) && p.pe_size != width)
+    bad("pe_size", std::string("pe = ") + (p.pe == PosEnc::add ? "add" : "learnt") + " needs the token width, " +
+                       std::to_string(width) + " (embed_size, or d" +
                        std::string(p.tokens == Tokens::classic ? "" : "+1") + " without an embedding)");
 }
 
@@ -445,10 +464,10 @@ void validate_sizes(const Point& p, const std::function<void(const char*, const 
       if (p.attention == Attention::softmax) blocks.push_back({"scores n x (n+1)", len.n * (len.n + 1)});
     } else {
       const TransformerShape s = transformer_shape(p);
-      const double T = p.tokens == Tokens::classic ? 2 * len.n + 1 : len.n + 1, E = s.E, HK = double(s.heads) * s.key;
+      const double T = p.tokens == Tokens::constructed ? len.n + 1 : 2 * len.n + 1, E = s.E, HK = double(s.heads) * s.key;
       blocks.push_back({"tokens (model width x tokens)", E * T});
       blocks.push_back({"projections (heads x key size x tokens)", HK * T});
-      blocks.push_back({"scores (context tokens x tokens)", (T - 1) * T});
+      blocks.push_back({"scores (keys x tokens)", (p.causal ? T : T - 1) * T});
       if (s.mlp) blocks.push_back({"MLP activations (widening x width x tokens)", double(s.widening) * E * T});
       if (s.embed == Embed::mlp)
         blocks.push_back({"embedding MLP activations (widening x embed_size x tokens)", double(s.widening) * s.E_emb * T});
@@ -544,8 +563,10 @@ std::vector<OptionDef> make_table() {
   t.push_back(enum_option<ClipMode>("clip_mode", "global norm or per-matrix Frobenius norm",
       &Point::clip_mode, {{"global", ClipMode::global}, {"matrix", ClipMode::matrix}}));
   t.push_back(enum_option<Schedule>("schedule",
-      "learning-rate schedule after warm-up: constant, halve every decay_every steps, cosine to 0",
-      &Point::schedule, {{"constant", Schedule::constant}, {"step", Schedule::step}, {"cosine", Schedule::cosine}}));
+      "learning-rate schedule after warm-up: constant, halve every decay_every steps, cosine to 0, or linear to 0 "
+      "(with warmup: Raventos et al.'s triangle)",
+      &Point::schedule, {{"constant", Schedule::constant}, {"step", Schedule::step}, {"cosine", Schedule::cosine},
+                         {"linear", Schedule::linear}}));
   t.push_back(int_option("warmup", "linear warm-up steps", &Point::warmup, 0, kMaxSteps));
   t.push_back(int_option("decay_every", "schedule=step: halve the rate every this many steps",
                          &Point::decay_every, 0, kMaxSteps));
@@ -555,8 +576,9 @@ std::vector<OptionDef> make_table() {
   t.push_back(enum_option<Init>("init", "initialisation: N(0, init_scale^2), [VO23] truncated normal "
       "variance scaling (scale init_scale/layers), or gd_embed: the embedding of [VO23]'s 'MLP + 1 step of GD' "
       "as its create_weights, plain normal of variance init_scale/(d+1) (emb.W, emb_mlp.W1) and "
-      "init_scale/embed_size (emb_mlp.W2)", &Point::init,
-      {{"normal", Init::normal}, {"vs_truncated", Init::vs_truncated}, {"gd_embed", Init::gd_embed}}));
+      "init_scale/embed_size (emb_mlp.W2), or gpt2: N(0, init_scale^2) with the residual projections (W_O, the MLP's "
+      "second map) scaled by 1/sqrt(2 layers), nanoGPT's (Raventos et al.: init_scale = 0.02)", &Point::init,
+      {{"normal", Init::normal}, {"vs_truncated", Init::vs_truncated}, {"gd_embed", Init::gd_embed}, {"gpt2", Init::gpt2}}));
   t.push_back(real_option("init_scale", "initialisation scale", &Point::init_scale, 0.0, false));
   t.push_back(int_option("eval_tasks", "size of the fixed evaluation set", &Point::eval_tasks, 1, 10000000));
   t.push_back(eval_seed_option());

@@ -21,6 +21,29 @@ double batch_loss(M& model, int layers, const TaskBatch<T>& batch, LaneVec<T>& y
   return loss / batch.B;
 }
 
+// prefix_loss: the mean over the batch and the n+1 x tokens of (yhat_j - y_j)^2, yhat_j the last layer's
+// prediction at x_j from the pairs before it (LaneTransformer::prefix_predictions), y_j the context labels and
+// the query's; the gradient through prefix_backward.
+template <class T>
+double batch_prefix_loss(LaneTransformer<T>& model, const TaskBatch<T>& batch, LaneVec<T>& yhat, LaneVec<T>& yp,
+                         bool grad) {
+  const int d = batch.d, n = batch.n, N = n + 1;
+  const T scale = T(2) / (static_cast<T>(batch.B) * static_cast<T>(N));
+  double loss = 0.0;
+  for (int c = 0; c < batch.chunks; ++c) {
+    const Lane<T>* Z = batch.chunk_Z(c);
+    model.model_forward(Z, yhat.data());
+    model.prefix_predictions(yp.data());
+    for (int j = 0; j < N; ++j) {
+      const Lane<T> err = (yp[j] - (j < n ? Z[d * N + j] : batch.y[c])) * batch.mask[c];
+      loss += static_cast<double>(lane_sum<T>(err * err));
+      yp[j] = scale * err;
+    }
+    if (grad) model.prefix_backward(yp.data());
+  }
+  return loss / (static_cast<double>(batch.B) * N);
+}
+
 // The MSE of every layer's readout over the batch.
 template <class T, class M>
 void batch_layer_losses(M& model, int layers, const TaskBatch<T>& batch, LaneVec<T>& yhat, std::vector<double>& sum,
@@ -82,7 +105,7 @@ std::vector<std::pair<int, int>> Objective<T>::blocks() const {
 
 template <class T>
 TransformerObjective<T>::TransformerObjective(const TransformerShape& shape)
-    : model_(shape), sum_(shape.layers), yhat_(shape.layers) {}
+    : model_(shape), sum_(shape.layers), yhat_(shape.layers), prefix_(shape.n + 1) {}
 
 template <class T>
 std::vector<std::pair<int, int>> TransformerObjective<T>::blocks() const {
@@ -96,7 +119,8 @@ double TransformerObjective<T>::loss_grad(const TaskBatch<T>& batch, const std::
                                           std::vector<double>* g) {
   model_.set_weights(theta.data());
   if (g) model_.zero_grad();
-  const double loss = batch_loss<T>(model_, model_.shape().layers, batch, yhat_, g != nullptr);
+  const double loss = model_.shape().prefix_loss ? batch_prefix_loss<T>(model_, batch, yhat_, prefix_, g != nullptr)
+                                                 : batch_loss<T>(model_, model_.shape().layers, batch, yhat_, g != nullptr);
   if (g) {
     g->resize(size());
     model_.grad(g->data());

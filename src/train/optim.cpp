@@ -20,6 +20,8 @@ double lr_at(const Point& p, int64_t s) {
       const double frac = static_cast<double>(s - p.warmup) / static_cast<double>(p.steps - p.warmup);
       return 0.5 * p.lr * (1.0 + std::cos(3.14159265358979323846 * frac));
     }
+    case Schedule::linear:   // Raventos et al.'s "triangle" after the warm-up (icl/optim.py)
+      return p.lr * static_cast<double>(p.steps - s) / static_cast<double>(p.steps - p.warmup);
   }
   return p.lr;
 }

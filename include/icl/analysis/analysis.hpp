@@ -25,7 +25,8 @@ namespace icl {
 // closed-form tuning, GD++ tuning and its validation (both double), per noise level, per OOD setting.
 struct AnalysisSets {
   static constexpr int tune = 16000, tune_model = 2000, gdpp_validation = 10000, noise = 1000, ood = 1000,
-                       context = 2000;   // context_curve's set (of length n_test; every length is its prefixes)
+                       context = 2000,   // context_curve's set (of length n_test; every length is its prefixes)
+                       probe = 2000;     // each of the probes' two sets (probes.hpp)
 };
 
 // The out-of-distribution curves at the training length, AnalysisSets::ood tasks per value, each with the

@@ -73,6 +73,9 @@
   X(se_context_loss_tf, "standard error of context_loss_tf per context length over its tasks", kMse)               \
   X(newton_similarity, newton_similarity_doc(), "cosine")                                                          \
   X(newton_best_step, "per layer: the Newton step k whose errors are most similar to the layer's", "steps")        \
+  X(probe_newton_similarity, probe_newton_similarity_doc(), "cosine")                                              \
+  X(probe_newton_best_step, "per layer: the Newton step k of the largest probe_newton_similarity", "steps")         \
+  X(probe_loss, "per layer: MSE over the x tokens of its linear probe (probes.hpp) on its evaluation tasks", kMse)   \
   X(se_pool_loss_tf, "standard error of pool_loss_tf over the pool evaluation tasks", kMse)                        \
   X(se_pool_tf_minus_dmmse, "standard error of pool_loss_tf - pool_loss_dmmse (paired, task by task)", kMse)       \
   X(se_clip_effect, "standard error of loss_tf_unclipped - loss_tf (paired, task by task)", kMse)                  \

@@ -11,9 +11,10 @@ namespace icl {
 enum class Param { full, sparse_a, sparse_ab, diag, gdpp };   // docs/science.md section 2
 enum class Attention { linear, softmax, mix };                 // mix: [VO23]'s learnable softmax-linear mix
 enum class Arch { lsa, transformer };                         // P, Q layers (section 2) | [VO23]'s Transformer (2b)
-enum class Tokens { constructed, classic };                   // (x, y) per token | x_1, y_1, x_2, ..., x_query
+enum class Tokens { constructed, classic, padded };           // (x, y) per token | x_1, y_1, .., x_query | the same,
+                                                              // d+1 wide: x as (0, x), y as (y, 0) (Raventos et al.)
 enum class Embed { none, linear, mlp };                       // input embedding (mlp: linear, then + MLP)
-enum class PosEnc { none, add, concat };                      // sinusoidal positional encodings
+enum class PosEnc { none, add, concat, learnt };              // sinusoidal encodings added or stacked; a trained table added
 enum class FirstAttention { same, linear, softmax, mix };     // layer 1's attention: as the others, or this
 enum class Norm { inv_n, one };                               // c = 1/n ([A23],[A24]) or c = 1 ([VO23],[V24])
 enum class Residual { one, inv_layers };                      // each layer's update x 1, or x 1/L (deep models)
@@ -24,8 +25,10 @@ enum class WPrior { identity, inverse_cov };                  // w ~ N(0, I) or 
 enum class NoiseKind { none, fixed, uniform, set };
 enum class Optimizer { adam, adamw, sgd };
 enum class ClipMode { global, matrix };
-enum class Schedule { constant, step, cosine };
-enum class Init { normal, vs_truncated, gd_embed };   // gd_embed: [VO23]'s GD model (create_weights), transformer.cpp
+enum class Schedule { constant, step, cosine, linear };   // linear: to 0 at `steps` (with warmup: a triangle)
+enum class Init { normal, vs_truncated, gd_embed, gpt2 };   // gd_embed: [VO23]'s GD model (create_weights); gpt2:
+                                                          // nanoGPT's (transformer.cpp)
+enum class Readout { channel, head };   // -H(E-1, t) ([VO23]) | a final LayerNorm and a linear map E -> 1 (GPT-2)
 enum class Precision { f32, f64 };
 enum class Sampler { v1, v2 };   // the task sampler's normals (data/normals.hpp): versioned streams
 
@@ -66,6 +69,10 @@ struct Point {
   PosEnc pe = PosEnc::none;
   int pe_size = 0;
   bool bias = true;                   // biases in the dense maps (its code's use_bias_p)
+  bool embed_bias = true;             // ... and in the linear embedding (with bias)
+  bool causal = false;                // token t attends to tokens 0..t (itself included); else every token to the context
+  Readout readout = Readout::channel;
+  bool prefix_loss = false;           // the loss at every x token (each prefix predicts its label), not the query only
   double gd_attention = 0.0;          // > 0: attention fixed to 1-step GD at this rate, only the embedding trained
   // training (section 3)
   Optimizer optimizer = Optimizer::adam;

@@ -41,6 +41,8 @@ inline Draw context_length(int k) { return {Stream::analysis, 1000 + static_cast
 constexpr Draw landscape_full{Stream::analysis, 500};     // the full-batch gradient of the noise measurement
 inline Draw landscape_batch(int k) { return {Stream::analysis, 600 + static_cast<uint64_t>(k)}; }
 constexpr Draw landscape_fixed{Stream::analysis, 700};    // drawn with kFixedSeed (landscape.hpp): one set for every point
+constexpr Draw probe_fit{Stream::analysis, 10};           // Fu et al.'s per-layer probes (probes.hpp): fitted on this
+constexpr Draw probe_eval{Stream::analysis, 11};          // ... and compared with Newton on this
 }  // namespace draws
 
 // Sub-streams of one task's key (data.cpp): labels reusing the Stream values, not the point's streams.

@@ -55,14 +55,16 @@ void gelu_backward(const Lane<T>* U, const Lane<T>* dY, Lane<T>* dU, int count);
 //   linear:  A = S
 //   softmax: A = softmax_a(S / sqrt(key_size))     (per column t)
 //   mix:     A = s softmax_a(S / sqrt(key_size)) + (1 - s) S,  s = sigmoid(10 y)   ([VO23] attn.py)
-// Pm receives the softmax (softmax and mix; unused for linear).
+// Pm receives the softmax (softmax and mix; unused for linear).  causal: column t attends to the keys a <= t
+// only, the others weigh 0 (A = 0 there, and the softmax runs over a <= t).
 enum class AttnKind { linear, softmax, mix };
 template <class T>
-void attention_weights_forward(AttnKind kind, T inv_sqrt_k, T s, CMat<T> S, Mat<T> Pm, Mat<T> A);
-// dS = dA^T-chain of the above (dA, dS: nk x C; dS may alias dA); dy (lanes) += d/dy (mix only).
+void attention_weights_forward(AttnKind kind, bool causal, T inv_sqrt_k, T s, CMat<T> S, Mat<T> Pm, Mat<T> A);
+// dS = dA^T-chain of the above (dA, dS: nk x C; dS may alias dA; 0 at the masked keys); dy (lanes) += d/dy
+// (mix only).
 template <class T>
-void attention_weights_backward(AttnKind kind, T inv_sqrt_k, T s, CMat<T> S, CMat<T> Pm, CMat<T> dA, Mat<T> dS,
-                                Lane<T>* dy);
+void attention_weights_backward(AttnKind kind, bool causal, T inv_sqrt_k, T s, CMat<T> S, CMat<T> Pm, CMat<T> dA,
+                                Mat<T> dS, Lane<T>* dy);
 
 // Products of one head: S = K^T Q  (K: k x nk, Q: k x C -> S: nk x C);  O = V A  (V: k x nk, A: nk x C -> O: k x C).
 template <class T>

@@ -11,7 +11,12 @@
 //            A_h = weights(k^T q) (linear | softmax(./sqrt(key)) | mix; layer 1: attention_first)
 //            H += Wo^T [v_1 A_1; ..; v_H A_H] + bo;  clip
 //            mlp: H += W2^T gelu(W1^T LN_2(H) + b1) + b2;  clip
-//   readout  yhat_l = -H_l(E-1, T-1) after layer l
+//   readout  yhat_l = -H_l(E-1, T-1) after layer l (channel), or w_r^T LN_f(H_l)(:, T-1) (head: GPT-2's ln_f and
+//            read-out map, as Garg et al.'s and Raventos et al.'s models)
+// The GPT-2 family of the papers after [VO23] (Raventos et al.'s icl/gpt2.py, models.py): padded tokens
+// (x_j as (0, x_j), y_j as (y_j, 0, .., 0)), a learnt positional table, causal attention (token t attends to
+// tokens 0..t, itself included: the keys are all T tokens), the head readout, and the loss at every x token
+// (prefix_loss: the prediction at x_j is of y_j from the j pairs before it).
 // Parameters: one flat vector with named views (TransformerLayout), the same order in the HDF5 dump.
 #include <memory>
 #include <string>
@@ -25,21 +30,28 @@ namespace icl {
 struct TransformerShape {
   int d = 0, n = 0;
   Tokens tokens = Tokens::constructed;
-  int T = 0;          // tokens: n+1 (constructed) or 2n+1 (classic)
-  int d_tok = 0;      // width of a raw token: d+1 (constructed) or d (classic)
+  int T = 0;          // tokens: n+1 (constructed) or 2n+1 (classic, padded)
+  int d_tok = 0;      // width of a raw token: d+1 (constructed, padded) or d (classic)
   Embed embed = Embed::none;
   int E_emb = 0;      // width after the embedding (d_tok when none)
   PosEnc pe = PosEnc::none;
   int pe_size = 0;
+  int positions = 0;  // pe = learnt: the table's rows, T at the training length (shorter contexts use its first)
   int E = 0;          // model width: E_emb, + pe_size when concatenated
   int layers = 1, heads = 1, key = 0;
   Attention attention = Attention::linear, attention_first = Attention::linear;
   bool mlp = false, layer_norm = false, bias = true, tie = false;
+  bool embed_bias = true;    // the linear embedding's bias (with bias)
+  bool causal = false;
+  Readout readout = Readout::channel;
+  bool prefix_loss = false;
   bool ln_first = false;   // LayerNorm before layer 1's attention too (the code skips it there)
   int widening = 4;
   double act_clip = 0.0;
   double gd_eta = 0.0;   // > 0: the attention is [VO23]'s 1-step GD construction at rate gd_eta, frozen
   int weight_layers() const { return tie ? 1 : layers; }
+  int keys() const { return causal ? T : T - 1; }   // the tokens attended to: all (causal, masked) or the context
+  int x_token(int j) const { return tokens == Tokens::constructed ? j : 2 * j; }   // token of x_j (j = n: the query)
   Attention attention_at(int l) const { return l == 0 && !tie ? attention_first : attention; }
   bool ln1_at(int l) const { return layer_norm && (tie || l > 0 || ln_first); }   // the code skips it before layer 1
 };
@@ -71,7 +83,10 @@ struct LayerOffsets {
   int ln2_g = -1, ln2_b = -1, W1 = -1, b1 = -1, W2 = -1, b2 = -1;
 };
 struct EmbedOffsets {
-  int W = -1, b = -1, W1 = -1, b1 = -1, W2 = -1, b2 = -1;
+  int W = -1, b = -1, W1 = -1, b1 = -1, W2 = -1, b2 = -1, pe = -1;   // pe: the learnt table, T x E_emb
+};
+struct ReadoutOffsets {   // readout = head: LN_f's scale and offset, the map w_r (E x 1)
+  int ln_g = -1, ln_b = -1, W = -1;
 };
 
 class TransformerLayout {
@@ -80,12 +95,14 @@ class TransformerLayout {
   int size() const { return size_; }
   const std::vector<TransformerView>& views() const { return views_; }
   const EmbedOffsets& embed() const { return embed_; }
+  const ReadoutOffsets& readout() const { return readout_; }
   const LayerOffsets& layer(int l) const { return layers_[l]; }   // l < weight_layers()
 
  private:
   int add(const std::string& name, int layer, int rows, int cols, int fan_in, ViewInit init);
   std::vector<TransformerView> views_;
   EmbedOffsets embed_;
+  ReadoutOffsets readout_;
   std::vector<LayerOffsets> layers_;
   int size_ = 0;
 };
@@ -125,8 +142,13 @@ class LaneTransformer {
   void set_weights(const double* theta);   // layout().size() entries
   // Z0: the constructed tokens of a chunk (d+1 x n+1 lanes, data.hpp).  yhat: `layers` lanes.
   void model_forward(const L* Z0, L* yhat);
+  // The last layer's predictions of the last forward at every x token: yhat[j] predicts y_j from the tokens
+  // before x_j's (causal), j = 0..n (n: the query, yhat_L of model_forward).  n+1 lanes.
+  void prefix_predictions(L* yhat) const;
   // Backward of the last forward for dLoss/dyhat_L = dyhat; adds into the gradient accumulators.
   void model_backward(const L& dyhat);
+  // ... for dLoss/dyhat[j] of prefix_predictions (n+1 lanes).
+  void prefix_backward(const L* dyhat);
   // Backward from dLoss/dH = G (E x T lanes) at the output of layer l (0-based) of the last forward,
   // through layers l..0 and the embedding: input_grad() then holds dLoss/dX (the copy analysis).
   void tokens_backward(int l, const L* G);
@@ -137,6 +159,8 @@ class LaneTransformer {
   const L* input_grad() const;
   // Tokens after layer l (l = 0: the input to layer 1, after embedding and positional encodings), E x T lanes.
   const L* tokens(int l) const;
+  // What the last layer's read-out reads, E x T lanes: LN_f(H_L) (readout = head) or H_L (channel).
+  const L* readout_features() const;
 
  private:
   struct Impl;

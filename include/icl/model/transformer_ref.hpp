@@ -11,11 +11,13 @@
 namespace icl {
 
 // theta: layout.size() entries (layout built from s).  Z0: (d+1) x (n+1), the columns (x_j, y_j), the
-// query's label 0.  Returns yhat_l = -h_l(T-1, E-1) for l = 1..layers; tokens (optional) receives
-// h_0 .. h_L, each T x E (h_0: after the embedding and the positional encodings).
+// query's label 0.  Returns the readout at the query, yhat_l = -h_l(T-1, E-1) (or the head's), for l = 1..layers;
+// tokens (optional) receives h_0 .. h_L, each T x E (h_0: after the embedding and the positional
+// encodings); prefix (optional) the last layer's readout at the x tokens of x_0 .. x_n (n+1 entries).
 Eigen::VectorXd transformer_ref_forward(const TransformerShape& s, const TransformerLayout& layout,
                                         const std::vector<double>& theta, const Eigen::MatrixXd& Z0,
-                                        std::vector<Eigen::MatrixXd>* tokens = nullptr);
+                                        std::vector<Eigen::MatrixXd>* tokens = nullptr,
+                                        Eigen::VectorXd* prefix = nullptr);
 
 // create_pos_encoding(T, size) of attn.py: T x size, (t, 2i) = sin(t w_i), (t, 2i+1) = cos(t w_i),
 // w_i = exp(2i (-log 10000 / size)).

@@ -1,6 +1,7 @@
 #pragma once
 // The training objective of one point as a function of the flat parameters theta:
 //   loss(theta) = mean over the batch's tasks of (yhat_L - y_query)^2   (plain MSE, docs/science.md section 3)
+// or, for a transformer with prefix_loss, the mean over the tasks and their n+1 x tokens of (yhat_j - y_j)^2.
 // with its exact gradient.  Owns the model and every buffer, sized once: calls allocate nothing.
 // Used by the training loop, the gradient checks and the landscape analyses alike.
 #include <memory>
@@ -78,7 +79,7 @@ class TransformerObjective : public Trainable<T> {
  private:
   LaneTransformer<T> model_;
   std::vector<double> sum_;
-  LaneVec<T> yhat_;
+  LaneVec<T> yhat_, prefix_;   // every layer's query prediction; the last layer's at every x token (prefix_loss)
 };
 
 }  // namespace icl

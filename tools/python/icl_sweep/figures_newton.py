@@ -10,14 +10,15 @@ from .groups import label
 MAX_PANELS = 9
 
 
-def newton_similarity(r):
-    sim = r.sweep.analysis("newton_similarity")
+def _heat_maps(r, metric, min_layers):
+    """Per condition, the deepest models' `metric` (L x (K_max + 1) per point) as a heat map; None if no point has it."""
+    sim = r.sweep.analysis(metric)
     layers = r.sweep.points["layers"]
     if not sim.shape[1]:
-        return
-    has = r.view.mask & np.isfinite(sim).any(axis=1) & (layers > 1)
+        return None
+    has = r.view.mask & np.isfinite(sim).any(axis=1) & (layers >= min_layers)
     if not has.any():
-        return
+        return None
     axes = [a for a in r.view.axes if a != "layers"]
     groups = {}
     for key, idx in r.view.groups(axes).items():
@@ -41,9 +42,30 @@ def newton_similarity(r):
         title = label(axes, key) if axes else r.sweep_name
         ax.set_title(f"{title}; L = {L}, {len(idx)} replica(s)", fontsize=9)
         fig.colorbar(image, ax=ax, label="cosine of the errors")
+    return fig
+
+
+def newton_similarity(r):
+    fig = _heat_maps(r, "newton_similarity", 2)
+    if fig is None:
+        return
     r.figure(plot.save(fig, r.outdir, "newton_similarity.png", "Layers against iterative Newton (Fu et al. 2023)"),
              "Layers against iterative Newton (Fu et al. 2023)",
              "Cosine similarity, over the evaluation tasks, of the errors of each layer's readout of the deepest "
              "trained models and of k steps of iterative Newton (k = 0: its initialisation), replicas averaged; "
              "red: each layer's best-matching step. Fu et al. average a per-task cosine over the prefix positions "
-             "of a causal model read out by a trained probe per layer; the LSA predicts only the query.", "layers")
+             "of a causal model read out by a trained probe per layer (probe_newton_similarity.png where the "
+             "sweep has such models); the LSA predicts only the query.", "layers")
+
+
+def probe_newton_similarity(r):
+    fig = _heat_maps(r, "probe_newton_similarity", 1)
+    if fig is None:
+        return
+    title = "Layers' probes against iterative Newton, Fu et al.'s metric"
+    r.figure(plot.save(fig, r.outdir, "probe_newton_similarity.png", title), title,
+             "Causal transformers trained at every prefix: per layer a least-squares linear probe of its output at "
+             "every x token; the cosine between a task's vector of probe errors over the prefixes and that of k "
+             "steps of iterative Newton on the same prefixes, averaged over 2,000 fresh tasks (Fu et al. 2023, "
+             "src/eval_similarity.py), the deepest models of each condition, replicas averaged; red: each "
+             "layer's best-matching step.", "layers")

@@ -1,0 +1,156 @@
+// Fu et al.'s per-layer probes against iterative Newton (probes.hpp): the probes from the normal equations
+// of each layer's features at every x token, their errors per task and position, and the cosine per task
+// with Newton's errors on the same prefixes.
+#include "icl/analysis/probes.hpp"
+
+#include <algorithm>
+
+#include "icl/analysis/analysis.hpp"
+#include "icl/analysis/baselines.hpp"
+#include "icl/analysis/metrics.hpp"
+#include "icl/base/cancel.hpp"
+#include "icl/base/rng.hpp"
+
+namespace icl {
+namespace {
+
+using L = Lane<double>;
+
+// The features layer l (1..L) reads at the x tokens of the last forward: its output, the last layer's as
+// its read-out reads it.  Row r, x token j of lane v: f[r * T + x_token(j)][v].
+const L* features(const LaneTransformer<double>& model, int l) {
+  return l == model.shape().layers ? model.readout_features() : model.tokens(l);
+}
+
+// phi (E + 1) of x token j, lane v: the features, then 1 (the bias).
+Eigen::VectorXd phi(const TransformerShape& s, const L* f, int j, int v) {
+  Eigen::VectorXd x(s.E + 1);
+  for (int r = 0; r < s.E; ++r) x(r) = f[r * s.T + s.x_token(j)][v];
+  x(s.E) = 1.0;
+  return x;
+}
+
+}  // namespace
+
+bool probes_apply(const Point& p) { return p.arch == Arch::transformer && p.causal && p.prefix_loss && p.analysis; }
+
+Eigen::VectorXd prefix_labels(const TaskBatch<double>& set, int t) {
+  const int c = t / kLanes<double>, v = t % kLanes<double>, N = set.n + 1;
+  Eigen::VectorXd y(N);
+  for (int j = 0; j < set.n; ++j) y(j) = set.chunk_Z(c)[set.d * N + j][v];
+  y(set.n) = set.y[c][v];
+  return y;
+}
+
+std::vector<Eigen::VectorXd> fit_probes(const TransformerShape& s, const std::vector<double>& theta,
+                                        const TaskBatch<double>& set) {
+  const int Ls = s.layers, N = s.n + 1, P = s.E + 1;
+  LaneTransformer<double> model(s);
+  model.set_weights(theta.data());
+  LaneVec<double> yhat(Ls);
+  std::vector<Eigen::MatrixXd> A(Ls, Eigen::MatrixXd::Zero(P, P));
+  std::vector<Eigen::VectorXd> b(Ls, Eigen::VectorXd::Zero(P));
+  Eigen::MatrixXd Phi(P, kLanes<double> * N);
+  Eigen::VectorXd y(kLanes<double> * N);
+  for (int c = 0; c < set.chunks; ++c) {
+    model.model_forward(set.chunk_Z(c), yhat.data());
+    const int tasks = std::min(kLanes<double>, set.B - c * kLanes<double>);
+    for (int v = 0; v < tasks; ++v) y.segment(v * N, N) = prefix_labels(set, c * kLanes<double> + v);
+    for (int l = 1; l <= Ls; ++l) {
+      const L* f = features(model, l);
+      for (int v = 0; v < tasks; ++v)
+        for (int j = 0; j < N; ++j) Phi.col(v * N + j) = phi(s, f, j, v);
+      const auto used = Phi.leftCols(tasks * N);
+      A[l - 1].noalias() += used * used.transpose();
+      b[l - 1].noalias() += used * y.head(tasks * N);
+    }
+  }
+  std::vector<Eigen::VectorXd> probes;
+  for (int l = 0; l < Ls; ++l) probes.push_back(A[l].completeOrthogonalDecomposition().solve(b[l]));
+  return probes;
+}
+
+std::vector<std::vector<Eigen::VectorXd>> probe_errors(const TransformerShape& s, const std::vector<double>& theta,
+                                                       const std::vector<Eigen::VectorXd>& probes,
+                                                       const TaskBatch<double>& set) {
+  const int Ls = s.layers, N = s.n + 1;
+  LaneTransformer<double> model(s);
+  model.set_weights(theta.data());
+  LaneVec<double> yhat(Ls);
+  std::vector<std::vector<Eigen::VectorXd>> e(Ls, std::vector<Eigen::VectorXd>(set.B, Eigen::VectorXd(N)));
+  for (int c = 0; c < set.chunks; ++c) {
+    model.model_forward(set.chunk_Z(c), yhat.data());
+    for (int v = 0; v < kLanes<double> && c * kLanes<double> + v < set.B; ++v) {
+      const int t = c * kLanes<double> + v;
+      const Eigen::VectorXd y = prefix_labels(set, t);
+      for (int l = 1; l <= Ls; ++l) {
+        const L* f = features(model, l);
+        for (int j = 0; j < N; ++j) e[l - 1][t](j) = probes[l - 1].dot(phi(s, f, j, v)) - y(j);
+      }
+    }
+  }
+  return e;
+}
+
+void probe_newton(const Point& p, const std::vector<double>& theta, Analysis& out, const std::atomic<bool>* stop) {
+  const TransformerShape s = transformer_shape(p);
+  const TaskLaw law = make_task_law(p);
+  const auto draw = [&](Draw which) {
+    TaskBatch<double> set;
+    set.resize(AnalysisSets::probe, p.d, p.n);
+    sample_tasks(law, p.seed, which.stream, which.block, set);
+    return set;
+  };
+  const TaskBatch<double> fit = draw(draws::probe_fit), eval = draw(draws::probe_eval);
+  check_stop(stop);
+  const std::vector<Eigen::VectorXd> probes = fit_probes(s, theta, fit);
+  check_stop(stop);
+  const std::vector<std::vector<Eigen::VectorXd>> e = probe_errors(s, theta, probes, eval);
+  const int Ls = p.layers, N = p.n + 1, B = eval.B, d = p.d, K_max = std::min(64, std::max(12, 4 * Ls));
+  Named S(out.series);
+  for (int l = 0; l < Ls; ++l) {
+    double sum = 0;
+    for (int t = 0; t < B; ++t) sum += e[l][t].squaredNorm();
+    S[Metric::probe_loss].push_back(sum / (static_cast<double>(B) * N));
+  }
+  // Newton's prefixes: every task's spectrum of its first j = 1..n pairs, predicting x_j.
+  check_stop(stop);
+  TaskSpectra spectra;
+  for (int t = 0; t < B; ++t) {
+    const int c = t / kLanes<double>, v = t % kLanes<double>;
+    const L* Z = eval.chunk_Z(c);
+    Eigen::MatrixXd XXt = Eigen::MatrixXd::Zero(d, d);
+    Eigen::VectorXd Xy = Eigen::VectorXd::Zero(d), x(d);
+    double yy = 0;
+    for (int j = 1; j < N; ++j) {
+      for (int i = 0; i < d; ++i) x(i) = Z[i * N + j - 1][v];
+      const double yj = Z[d * N + j - 1][v];
+      XXt.noalias() += x * x.transpose();
+      Xy += yj * x;
+      yy += yj * yj;
+      for (int i = 0; i < d; ++i) x(i) = Z[i * N + j][v];
+      spectra.add_sums(XXt, Xy, yy, j, x);
+    }
+  }
+  const std::vector<TaskSpectrum> prefixes = spectra.take();   // [t * n + j - 1]
+  std::vector<double> cos(static_cast<size_t>(Ls) * (K_max + 1), 0.0);
+  Eigen::VectorXd newton(N);
+  for (int k = 0; k <= K_max; ++k) {
+    check_stop(stop);
+    for (int t = 0; t < B; ++t) {
+      const Eigen::VectorXd y = prefix_labels(eval, t);
+      newton(0) = -y(0);   // no example: the prediction 0
+      for (int j = 1; j < N; ++j) newton(j) = predict_newton(prefixes[static_cast<size_t>(t) * p.n + j - 1], k) - y(j);
+      for (int l = 0; l < Ls; ++l)
+        cos[static_cast<size_t>(l) * (K_max + 1) + k] +=
+            e[l][t].dot(newton) / std::max(e[l][t].norm() * newton.norm(), 1e-300) / B;
+    }
+  }
+  for (int l = 0; l < Ls; ++l) {
+    const auto row = cos.begin() + static_cast<std::ptrdiff_t>(l) * (K_max + 1);
+    S[Metric::probe_newton_best_step].push_back(static_cast<double>(std::max_element(row, row + K_max + 1) - row));
+    for (int k = 0; k <= K_max; ++k) S[Metric::probe_newton_similarity].push_back(row[k]);
+  }
+}
+
+}  // namespace icl
