@@ -384,7 +384,12 @@ TEST(GridLimits, MemoryEstimateIsWithin30PercentOfMeasuredPeak) {
       {{"eval_tasks", "50000"}, {"batch", "100"}, {"steps", "2"}},
       // [VO23]'s transformer: its buffers (transformer_buffers) dominate
       {{"arch", "transformer"}, {"norm", "1"}, {"n", "200"}, {"layers", "4"}, {"heads", "4"}, {"mlp", "true"},
-       {"batch", "16"}, {"eval_tasks", "16"}, {"steps", "1"}, {"analysis", "false"}}};
+       {"batch", "16"}, {"eval_tasks", "16"}, {"steps", "1"}, {"analysis", "false"}},
+      // the causal GPT-2 trained at every prefix: every token a key, LN_f and the head at every layer
+      {{"arch", "transformer"}, {"norm", "1"}, {"n", "100"}, {"layers", "4"}, {"heads", "2"}, {"mlp", "true"},
+       {"tokens", "padded"}, {"causal", "true"}, {"readout", "head"}, {"prefix_loss", "true"}, {"pe", "learnt"},
+       {"pe_size", "6"}, {"layer_norm", "true"}, {"batch", "16"}, {"eval_tasks", "16"}, {"steps", "1"},
+       {"analysis", "false"}}};
   for (const auto& c : cases) {
     Point p;
     std::string name;

@@ -9,13 +9,16 @@
 //     its sets (when it applies), and the curves alive through analyse (analysis.cpp), which adds its tuning sets
 //     (AnalysisSets), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (3 TaskSpectrum of
 //     three d-vectors each), three readouts (layers + d doubles per task), and an out-of-distribution
-//     set of 1000 tasks at context length 2n with its model.
+//     set of 1000 tasks at context length 2n with its model; for a causal transformer trained at every prefix,
+//     Fu et al.'s probes (probes.hpp): two sets of AnalysisSets::probe tasks, the model in double, the probes'
+//     normal equations, their errors at every x token and the spectra of every prefix.
 //   LaneTransformer<T> (transformer.cpp, arch = transformer): its buffers as transformer_buffers declares
 //     them (the constructor allocates from the same list), and theta as T plus a lane accumulator each.
 #include "icl/sweep/memory.hpp"
 
 #include "icl/analysis/analysis.hpp"
 #include "icl/analysis/landscape.hpp"
+#include "icl/analysis/probes.hpp"
 #include "icl/model/gram.hpp"
 #include "icl/model/transformer.hpp"
 #include "icl/train/train.hpp"
@@ -122,7 +125,12 @@ PointMemory estimate_memory(const Point& p) {
                                                                                  ? transformer_bytes(long_point, s)
                                                                                  : model_bytes(L, H, d, nc, softmax, s)))
                                    : 0;
-    m.analysis = tune + std::max(spectra_bytes(kTuneTasks, d), spectra_bytes(E, d) + readouts + pool + std::max(ood, context));
+    const double P = AnalysisSets::probe, X = p.arch == Arch::transformer ? transformer_shape(p).E + 1.0 : 0;
+    const double probes = probes_apply(p) ? 2 * batch_bytes(P, d, n, 8) + transformer_bytes(p, 8) + L * (X * X + X) * 8 +
+                                                L * P * ((n + 1) * 8 + 32) + spectra_bytes(P * n, d)
+                                          : 0;
+    m.analysis = tune + std::max(spectra_bytes(kTuneTasks, d),
+                                 spectra_bytes(E, d) + readouts + pool + std::max({ood, context, probes}));
   }
   m.process = kProcess;
   m.total = m.training_batch + m.evaluation_set + m.model + m.landscape + m.curves + m.analysis + m.process;
