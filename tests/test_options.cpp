@@ -130,6 +130,13 @@ TEST(Options, TransformerRules) {
       {{{"init", "gd_embed"}}, "init", "gd_embed applies only to arch = transformer"},
       {with({{"init", "gd_embed"}, {"embed", "mlp"}, {"embed_size", "8"}}), "init", "needs gd_attention > 0 and embed = mlp"},
       {{{"task", "sine"}}, "task", "sine needs d = 1"},
+      {with({{"prefix_loss", "true"}, {"tokens", "classic"}}), "prefix_loss", "needs causal = true"},
+      {with({{"prefix_loss", "true"}, {"causal", "true"}}), "prefix_loss", "tokens = classic or padded"},
+      {with({{"tokens", "padded"}}), "readout", "padded tokens need readout = head"},
+      {with({{"gd_attention", "0.1"}, {"bias", "false"}, {"causal", "true"}}), "gd_attention", "needs causal = false"},
+      {with({{"tokens", "padded"}, {"readout", "head"}, {"pe", "learnt"}, {"pe_size", "3"}}), "pe_size",
+       "pe = learnt needs the token width, 6"},
+      {{{"init", "gpt2"}}, "init", "gpt2 applies only to arch = transformer"},
   };
   for (const Case& c : cases) {
     Point p;

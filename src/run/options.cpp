@@ -392,7 +392,7 @@ void validate_transformer(const Point& p, const std::function<void(const char*, 
     bad("layer_norm_first", "needs layer_norm = true and an untied model (a tied one has it before every layer)");
   if ((p.embed == Embed::none) != (p.embed_size == 0)) bad("embed_size", "must be >= 1 with an embedding and 0 without");
   if ((p.pe == PosEnc::none) != (p.pe_size == 0) || (p.pe_size % 2 != 0 && p.pe != PosEnc::learnt))
-    bad("pe_size", "must be >= 2 (and even, but for pe = learnt) with positional encodings, 0 without");
+    bad("pe_size", "must be even and >= 2 with sinusoidal encodings (pe = learnt: >= 1), 0 without");
   if (p.gd_attention > 0 && (p.layers != 1 || p.heads != 1 || p.mlp || p.layer_norm || p.bias ||
                              p.attention != Attention::linear ||
                              (p.attention_first != FirstAttention::same && p.attention_first != FirstAttention::linear)))
