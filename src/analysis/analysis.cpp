@@ -276,12 +276,12 @@ struct Weights {
     shape.n = n;
     if (!transformer) return;
     transformer->n = n;
-    transformer->T = transformer->tokens == Tokens::constructed ? n + 1 : 2 * n + 1;
+    transformer->T = token_count(transformer->tokens, n);
   }
   // Whether the weights run on contexts of length n: not beyond a learnt positional table's rows.
   bool fits(int n) const {
     return !transformer || transformer->pe != PosEnc::learnt ||
-           (transformer->tokens == Tokens::constructed ? n + 1 : 2 * n + 1) <= transformer->positions;
+           token_count(transformer->tokens, n) <= transformer->positions;
   }
   void set_act_clip(double a) {
     shape.act_clip = a;

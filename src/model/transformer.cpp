@@ -20,7 +20,7 @@ TransformerShape transformer_shape(const Point& p) {
   s.d = p.d;
   s.n = p.n;
   s.tokens = p.tokens;
-  s.T = p.tokens == Tokens::constructed ? p.n + 1 : 2 * p.n + 1;
+  s.T = token_count(p.tokens, p.n);
   s.d_tok = p.tokens == Tokens::classic ? p.d : p.d + 1;
   s.embed = p.embed;
   s.E_emb = p.embed == Embed::none ? s.d_tok : p.embed_size;

@@ -27,6 +27,9 @@
 
 namespace icl {
 
+// Tokens of a context of n pairs and the query: n+1 (constructed) or 2n+1 (classic, padded).
+inline int token_count(Tokens tokens, int n) { return tokens == Tokens::constructed ? n + 1 : 2 * n + 1; }
+
 struct TransformerShape {
   int d = 0, n = 0;
   Tokens tokens = Tokens::constructed;
