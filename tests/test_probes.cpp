@@ -129,7 +129,7 @@ TEST(Probes, StoredSimilaritiesAreTheNaiveCosinesWithNewtonsMatrixIteration) {
   const TransformerShape& s = m.s;
   const std::vector<double>& theta = m.theta;
   Analysis out;
-  probe_newton(p, theta, out, nullptr);
+  probe_similarity(p, theta, out, nullptr);
   const std::vector<double>& sim = out.series.at("probe_newton_similarity");
   const std::vector<double>& best = out.series.at("probe_newton_best_step");
   const int L = p.layers, K_max = std::min(64, std::max(12, 4 * L)), N = p.n + 1, d = p.d;
@@ -161,6 +161,69 @@ TEST(Probes, StoredSimilaritiesAreTheNaiveCosinesWithNewtonsMatrixIteration) {
   }
   std::printf("  worst |stored - naive| similarity %.2e\n", worst);
   EXPECT_LT(worst, 1e-6);
+}
+
+// Fu et al.'s gradient_descent (src/models.py LeastSquaresModelGradientDescent): w = 0, then `steps` times
+// w <- w - eta (X^T X w - X^T y); their `steps` of the grid 2^0..2^12 read off one run of 4,096 steps.
+std::vector<double> gd_predictions(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& x) {
+  std::vector<double> at;
+  if (X.rows() == 0) return std::vector<double>(kProbeGdSteps, 0.0);
+  const Eigen::MatrixXd A = X.transpose() * X;
+  const Eigen::VectorXd b = X.transpose() * y;
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(X.cols());
+  for (int step = 1; step <= 1 << (kProbeGdSteps - 1); ++step) {
+    w -= kProbeGdRate * (A * w - b);
+    if ((step & (step - 1)) == 0) at.push_back(x.dot(w));
+  }
+  return at;
+}
+
+TEST(Probes, StoredSimilaritiesWithGdAndLeastSquaresAreTheNaiveCosines) {
+  const Model m;
+  const Point& p = m.p;
+  Analysis out;
+  probe_similarity(p, m.theta, out, nullptr);
+  const std::vector<double>& gd = out.series.at("probe_gd_similarity");
+  const std::vector<double>& best = out.series.at("probe_gd_best_step");
+  const std::vector<double>& ols = out.series.at("probe_ols_similarity");
+  const int L = p.layers, G = kProbeGdSteps, N = p.n + 1, d = p.d;
+  ASSERT_EQ(static_cast<int>(gd.size()), L * G);
+  ASSERT_EQ(static_cast<int>(best.size()), L);
+  ASSERT_EQ(static_cast<int>(ols.size()), L);
+
+  const TaskBatch<double> fit = probe_set(p, draws::probe_fit), eval = probe_set(p, draws::probe_eval);
+  const std::vector<std::vector<Eigen::VectorXd>> e = probe_errors(m.s, m.theta, fit_probes(m.s, m.theta, fit), eval);
+  std::vector<double> naive_gd(L * G, 0.0), naive_ols(L, 0.0);
+  for (int t = 0; t < eval.B; ++t) {
+    const Eigen::MatrixXd Z = test::task_Z(eval, t);
+    const Eigen::VectorXd y = prefix_labels(eval, t);
+    Eigen::MatrixXd r_gd(N, G);
+    Eigen::VectorXd r_ols(N);
+    for (int j = 0; j < N; ++j) {
+      const Eigen::MatrixXd X = Z.block(0, 0, d, j).transpose();   // j x d, their rows
+      const Eigen::VectorXd x = Z.col(j).head(d);
+      const std::vector<double> g = gd_predictions(X, y.head(j), x);
+      for (int c = 0; c < G; ++c) r_gd(j, c) = g[c] - y(j);
+      r_ols(j) = (j == 0 ? 0.0 : x.dot(X.completeOrthogonalDecomposition().solve(y.head(j)))) - y(j);
+    }
+    for (int l = 0; l < L; ++l) {
+      const Eigen::VectorXd& el = e[l][t];
+      for (int c = 0; c < G; ++c) naive_gd[l * G + c] += el.dot(r_gd.col(c)) / (el.norm() * r_gd.col(c).norm()) / eval.B;
+      naive_ols[l] += el.dot(r_ols) / (el.norm() * r_ols.norm()) / eval.B;
+    }
+  }
+  double worst_gd = 0, worst_ols = 0;
+  for (int i = 0; i < L * G; ++i) worst_gd = std::max(worst_gd, std::fabs(naive_gd[i] - gd[i]));
+  for (int l = 0; l < L; ++l) {
+    worst_ols = std::max(worst_ols, std::fabs(naive_ols[l] - ols[l]));
+    const auto row = naive_gd.begin() + l * G;
+    EXPECT_EQ(best[l], 1 << (std::max_element(row, row + G) - row)) << "layer " << l + 1;
+    std::printf("  layer %d: best GD steps %g (cosine %.4f), least squares %.4f\n", l + 1, best[l],
+                gd[l * G + static_cast<int>(std::log2(best[l]))], ols[l]);
+  }
+  std::printf("  worst |stored - naive| similarity: GD %.2e, least squares %.2e\n", worst_gd, worst_ols);
+  EXPECT_LT(worst_gd, 1e-6);
+  EXPECT_LT(worst_ols, 1e-6);
 }
 
 }  // namespace

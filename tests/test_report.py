@@ -323,12 +323,32 @@ def gpt2(h5):
         tf = f["analysis/ood_context_loss_tf"][:]
         check(list(ood) == [n // 2, n, 2 * n] and np.isfinite(tf[:, :2]).all() and np.isnan(tf[:, 2]).all(),
               f"ood_context: finite at n/2 and n, NaN at 2n = {2 * n} (no positions beyond n)")
-        L = int(pts["layers"][0])
-        sim, best = f["analysis/probe_newton_similarity"][:], f["analysis/probe_newton_best_step"][:]
-        K = min(64, max(12, 4 * L)) + 1
-        check(sim.shape[1] >= L * K and np.isfinite(sim[:, :L * K]).all() and (np.abs(sim[:, :L * K]) <= 1).all()
-              and (best[:, :L] == sim[:, :L * K].reshape(-1, L, K).argmax(axis=2)).all(),
-              f"Fu et al.'s probes: L x {K} cosines in [-1, 1] per point, the best step their argmax")
+        probes(f)
+
+
+def probes(f):
+    """Fu et al.'s probes stored per point: Newton's L x (K_max + 1) and GD's L x 13 cosines in [-1, 1], each best
+    step their argmax (GD's as the step count 2^c), least squares' L."""
+    L = int(f["points/layers"][0])
+    K = min(64, max(12, 4 * L)) + 1
+    for method, columns, step in (("newton", K, lambda c: c), ("gd", 13, lambda c: 2 ** c)):
+        sim, best = f[f"analysis/probe_{method}_similarity"][:], f[f"analysis/probe_{method}_best_step"][:]
+        grid = sim[:, :L * columns]
+        check(sim.shape[1] >= L * columns and np.isfinite(grid).all() and (np.abs(grid) <= 1).all()
+              and (best[:, :L] == step(grid.reshape(-1, L, columns).argmax(axis=2))).all(),
+              f"Fu et al.'s probes against {method}: L x {columns} cosines in [-1, 1] per point, the best step their argmax")
+    ols = f["analysis/probe_ols_similarity"][:, :L]
+    check(np.isfinite(ols).all() and (np.abs(ols) <= 1).all(), "Fu et al.'s probes against least squares: L cosines")
+
+
+def fu(h5):
+    """Fu et al.'s experiment (the reduced fu_newton): Garg et al.'s tokens (classic, width d), the probes stored."""
+    with h5py.File(h5, "r") as f:
+        pts = f["points"]
+        stored = {k: {v.decode() for v in pts[k][:]} for k in ("causal", "prefix_loss", "tokens", "embed_bias")}
+        check(stored == {"causal": {"true"}, "prefix_loss": {"true"}, "tokens": {"classic"}, "embed_bias": {"true"}},
+              f"Garg et al.'s GPT-2 options stored per point: {stored}")
+        probes(f)
 
 
 def depth_theory():
@@ -385,6 +405,8 @@ if __name__ == "__main__":
         depth(sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "gpt2":
         gpt2(sys.argv[2])
+    elif sys.argv[1] == "fu":
+        fu(sys.argv[2])
     elif sys.argv[1] == "depth_theory":
         depth_theory()
     elif sys.argv[1] == "lu_theory":

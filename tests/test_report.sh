@@ -66,6 +66,14 @@ mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/task_diversi
   || failures=$((failures + 1))
 "$py" "$src/test_report.py" gpt2 "$dir/gpt2.h5" || failures=$((failures + 1))
 
+# Fu et al.'s experiment (the reduced preset): Garg et al.'s GPT-2 and its layers' probes against Newton and GD.
+mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/fu_newton.ini" -o "$dir/fu.h5" --quiet \
+  && report "$dir/fu.h5" -o "$dir/fu_report" --quiet >/dev/null 2>&1 && ok "reduced fu_newton and its report" \
+  || fail "reduced fu_newton"
+"$py" "$src/test_report.py" outputs "$dir/fu_report" "$dir/fu.h5" probe_newton_similarity.png \
+  probe_gd_similarity.png probe_over_layers.png context_curve.png || failures=$((failures + 1))
+"$py" "$src/test_report.py" fu "$dir/fu.h5" || failures=$((failures + 1))
+
 # Depth against context (Bordelon et al. 2025): the reduced model over alpha, its d -> inf theory and the
 # reduced model recomputed from the trained weights (the reduced preset).
 mpiexec --oversubscribe -n 2 "$bin" run "$root/jobs/presets/reduced/bordelon_alpha.ini" -o "$dir/bordelon.h5" --quiet \

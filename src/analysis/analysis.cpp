@@ -960,7 +960,7 @@ Analysis analyse_typed(const Point& p, const Trained& trained, const std::atomic
   check_stop(stop);
   evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);
   check_stop(stop);
-  if (probes_apply(p)) probe_newton(p, trained.theta, out, stop);
+  if (probes_apply(p)) probe_similarity(p, trained.theta, out, stop);
   check_stop(stop);
   if (p.task_pool > 0) pool_tasks(p, pool, bases, t, m, out, stop);
   check_stop(stop);

@@ -1,9 +1,10 @@
-// Fu et al.'s per-layer probes against iterative Newton (probes.hpp): the probes from the normal equations
-// of each layer's features at every x token, their errors per task and position, and the cosine per task
-// with Newton's errors on the same prefixes.
+// Fu et al.'s per-layer probes (probes.hpp): the probes from the normal equations of each layer's features
+// at every x token, their errors per task and position, and the cosine per task with the errors of Newton,
+// gradient descent and least squares on the same prefixes.
 #include "icl/analysis/probes.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include "icl/analysis/analysis.hpp"
 #include "icl/analysis/baselines.hpp"
@@ -92,33 +93,16 @@ std::vector<std::vector<Eigen::VectorXd>> probe_errors(const TransformerShape& s
   return e;
 }
 
-void probe_newton(const Point& p, const std::vector<double>& theta, Analysis& out, const std::atomic<bool>* stop) {
-  const TransformerShape s = transformer_shape(p);
-  const TaskLaw law = make_task_law(p);
-  const auto draw = [&](Draw which) {
-    TaskBatch<double> set;
-    set.resize(AnalysisSets::probe, p.d, p.n);
-    sample_tasks(law, p.seed, which.stream, which.block, set);
-    return set;
-  };
-  const TaskBatch<double> fit = draw(draws::probe_fit), eval = draw(draws::probe_eval);
-  check_stop(stop);
-  const std::vector<Eigen::VectorXd> probes = fit_probes(s, theta, fit);
-  check_stop(stop);
-  const std::vector<std::vector<Eigen::VectorXd>> e = probe_errors(s, theta, probes, eval);
-  const int Ls = p.layers, N = p.n + 1, B = eval.B, d = p.d, K_max = std::min(64, std::max(12, 4 * Ls));
-  Named S(out.series);
-  for (int l = 0; l < Ls; ++l) {
-    double sum = 0;
-    for (int t = 0; t < B; ++t) sum += e[l][t].squaredNorm();
-    S[Metric::probe_loss].push_back(sum / (static_cast<double>(B) * N));
-  }
-  // Newton's prefixes: every task's spectrum of its first j = 1..n pairs, predicting x_j.
-  check_stop(stop);
+namespace {
+
+// Every eval task's prefixes as spectra, [t * n + j - 1]: the plain X X^T of its first j = 1..n pairs,
+// predicting x_j.
+std::vector<TaskSpectrum> prefix_spectra(const TaskBatch<double>& eval) {
+  const int d = eval.d, N = eval.n + 1;
   TaskSpectra spectra;
-  for (int t = 0; t < B; ++t) {
-    const int c = t / kLanes<double>, v = t % kLanes<double>;
-    const L* Z = eval.chunk_Z(c);
+  for (int t = 0; t < eval.B; ++t) {
+    const L* Z = eval.chunk_Z(t / kLanes<double>);
+    const int v = t % kLanes<double>;
     Eigen::MatrixXd XXt = Eigen::MatrixXd::Zero(d, d);
     Eigen::VectorXd Xy = Eigen::VectorXd::Zero(d), x(d);
     double yy = 0;
@@ -132,25 +116,77 @@ void probe_newton(const Point& p, const std::vector<double>& theta, Analysis& ou
       spectra.add_sums(XXt, Xy, yy, j, x);
     }
   }
-  const std::vector<TaskSpectrum> prefixes = spectra.take();   // [t * n + j - 1]
-  std::vector<double> cos(static_cast<size_t>(Ls) * (K_max + 1), 0.0);
-  Eigen::VectorXd newton(N);
-  for (int k = 0; k <= K_max; ++k) {
+  return spectra.take();
+}
+
+using Method = std::function<double(const TaskSpectrum&, int)>;   // (prefix, column) -> prediction
+
+// L x columns row-major: per layer l and column c, the mean over the eval tasks of the cosine of the probe's
+// errors e[l][t] with the method's, method(prefix j, c) - y_j (j = 0, no example: the prediction 0).
+std::vector<double> similarity(const std::vector<std::vector<Eigen::VectorXd>>& e,
+                               const std::vector<TaskSpectrum>& prefixes, const TaskBatch<double>& eval, int columns,
+                               const Method& method, const std::atomic<bool>* stop) {
+  const int Ls = static_cast<int>(e.size()), B = eval.B, n = eval.n;
+  std::vector<double> cos(static_cast<size_t>(Ls) * columns, 0.0);
+  Eigen::VectorXd r(n + 1);
+  for (int c = 0; c < columns; ++c) {
     check_stop(stop);
     for (int t = 0; t < B; ++t) {
       const Eigen::VectorXd y = prefix_labels(eval, t);
-      newton(0) = -y(0);   // no example: the prediction 0
-      for (int j = 1; j < N; ++j) newton(j) = predict_newton(prefixes[static_cast<size_t>(t) * p.n + j - 1], k) - y(j);
+      r(0) = -y(0);
+      for (int j = 1; j <= n; ++j) r(j) = method(prefixes[static_cast<size_t>(t) * n + j - 1], c) - y(j);
       for (int l = 0; l < Ls; ++l)
-        cos[static_cast<size_t>(l) * (K_max + 1) + k] +=
-            e[l][t].dot(newton) / std::max(e[l][t].norm() * newton.norm(), 1e-300) / B;
+        cos[static_cast<size_t>(l) * columns + c] += e[l][t].dot(r) / std::max(e[l][t].norm() * r.norm(), 1e-300) / B;
     }
   }
+  return cos;
+}
+
+// Per layer, the column of the largest similarity.
+std::vector<int> best_columns(const std::vector<double>& cos, int columns) {
+  std::vector<int> best;
+  for (auto row = cos.begin(); row != cos.end(); row += columns)
+    best.push_back(static_cast<int>(std::max_element(row, row + columns) - row));
+  return best;
+}
+
+}  // namespace
+
+void probe_similarity(const Point& p, const std::vector<double>& theta, Analysis& out, const std::atomic<bool>* stop) {
+  const TransformerShape s = transformer_shape(p);
+  const TaskLaw law = make_task_law(p);
+  const auto draw = [&](Draw which) {
+    TaskBatch<double> set;
+    set.resize(AnalysisSets::probe, p.d, p.n);
+    sample_tasks(law, p.seed, which.stream, which.block, set);
+    return set;
+  };
+  const TaskBatch<double> fit = draw(draws::probe_fit), eval = draw(draws::probe_eval);
+  check_stop(stop);
+  const std::vector<Eigen::VectorXd> probes = fit_probes(s, theta, fit);
+  check_stop(stop);
+  const std::vector<std::vector<Eigen::VectorXd>> e = probe_errors(s, theta, probes, eval);
+  const int Ls = p.layers, N = p.n + 1, B = eval.B, K_max = std::min(64, std::max(12, 4 * Ls));
+  Named S(out.series);
   for (int l = 0; l < Ls; ++l) {
-    const auto row = cos.begin() + static_cast<std::ptrdiff_t>(l) * (K_max + 1);
-    S[Metric::probe_newton_best_step].push_back(static_cast<double>(std::max_element(row, row + K_max + 1) - row));
-    for (int k = 0; k <= K_max; ++k) S[Metric::probe_newton_similarity].push_back(row[k]);
+    double sum = 0;
+    for (int t = 0; t < B; ++t) sum += e[l][t].squaredNorm();
+    S[Metric::probe_loss].push_back(sum / (static_cast<double>(B) * N));
   }
+  check_stop(stop);
+  const std::vector<TaskSpectrum> prefixes = prefix_spectra(eval);
+  const std::vector<double> newton =
+      similarity(e, prefixes, eval, K_max + 1, [](const TaskSpectrum& t, int k) { return predict_newton(t, k); }, stop);
+  const std::vector<double> gd = similarity(
+      e, prefixes, eval, kProbeGdSteps,
+      [](const TaskSpectrum& t, int c) { return predict_gd(t, kProbeGdRate, 1 << c); }, stop);
+  const std::vector<double> ols =
+      similarity(e, prefixes, eval, 1, [](const TaskSpectrum& t, int) { return predict_ols(t); }, stop);
+  S[Metric::probe_newton_similarity] = newton;
+  S[Metric::probe_gd_similarity] = gd;
+  S[Metric::probe_ols_similarity] = ols;
+  for (int k : best_columns(newton, K_max + 1)) S[Metric::probe_newton_best_step].push_back(k);
+  for (int c : best_columns(gd, kProbeGdSteps)) S[Metric::probe_gd_best_step].push_back(1 << c);
 }
 
 }  // namespace icl

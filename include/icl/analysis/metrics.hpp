@@ -75,6 +75,14 @@
   X(newton_best_step, "per layer: the Newton step k whose errors are most similar to the layer's", "steps")        \
   X(probe_newton_similarity, probe_newton_similarity_doc(), "cosine")                                              \
   X(probe_newton_best_step, "per layer: the Newton step k of the largest probe_newton_similarity", "steps")         \
+  X(probe_gd_similarity,                                                                                           \
+    "per layer l and gradient-descent step count 2^c, c = 0..12: probe_newton_similarity's cosine with GD from "   \
+    "w = 0 at rate 0.01 on 1/2 sum_i (<w, x_i> - y_i)^2 over the prefix (Fu et al.'s grid), L x 13 row-major",     \
+    "cosine")                                                                                                      \
+  X(probe_gd_best_step, "per layer: the GD step count 2^c of the largest probe_gd_similarity", "steps")             \
+  X(probe_ols_similarity,                                                                                          \
+    "per layer: probe_newton_similarity's cosine with the minimum-norm least-squares fit of the prefix",           \
+    "cosine")                                                                                                      \
   X(probe_loss, "per layer: MSE over the x tokens of its linear probe (probes.hpp) on its evaluation tasks", kMse)   \
   X(se_pool_loss_tf, "standard error of pool_loss_tf over the pool evaluation tasks", kMse)                        \
   X(se_pool_tf_minus_dmmse, "standard error of pool_loss_tf - pool_loss_dmmse (paired, task by task)", kMse)       \

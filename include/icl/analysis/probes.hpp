@@ -13,6 +13,11 @@
 //   similarity  the cosine of the two vectors, averaged over the tasks (get_average_resid_similarity), per layer
 //            and step k = 0..K_max (K_max = min(64, max(12, 4L)), as newton_similarity), L x (K_max + 1)
 //            row-major; the best step of each layer; and each probe's MSE over the positions.
+//   the same against their other methods (eval_similarity.py): gradient descent from w = 0 on
+//            1/2 sum_i (<w, x_i> - y_i)^2 at their rate 0.01 (models.py LeastSquaresModelGradientDescent) after
+//            their log grid of 2^0 .. 2^12 steps, L x 13, and its best step count per layer; and the
+//            minimum-norm least-squares fit (their LeastSquaresModel, in eval_similarity.py's first version,
+//            32b1021), one cosine per layer.
 // In double on sets of AnalysisSets::probe fresh tasks of their own (rng.hpp draws::probe_fit, probe_eval).
 #include <atomic>
 #include <vector>
@@ -40,7 +45,12 @@ std::vector<std::vector<Eigen::VectorXd>> probe_errors(const TransformerShape& s
 // The labels of x_0 .. x_n of task t of `set`: the context's, then the query's.
 Eigen::VectorXd prefix_labels(const TaskBatch<double>& set, int t);
 
-// Series probe_newton_similarity, probe_newton_best_step and probe_loss of the point's trained theta.
-void probe_newton(const Point& p, const std::vector<double>& theta, Analysis& out, const std::atomic<bool>* stop);
+// Fu et al.'s gradient descent: rate and step counts 2^0 .. 2^(kProbeGdSteps - 1) (eval_similarity.py).
+constexpr double kProbeGdRate = 0.01;
+constexpr int kProbeGdSteps = 13;
+
+// Series probe_newton_similarity, probe_newton_best_step, probe_gd_similarity, probe_gd_best_step,
+// probe_ols_similarity and probe_loss of the point's trained theta.
+void probe_similarity(const Point& p, const std::vector<double>& theta, Analysis& out, const std::atomic<bool>* stop);
 
 }  // namespace icl

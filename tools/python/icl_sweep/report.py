@@ -22,7 +22,8 @@ FIGURES = (figures.loss_vs_axis, figures.layer_readouts, figures.loss_vs_noise, 
            figures_weights.construction_heatmaps, figures_weights.weight_heatmaps, figures_landscape.landscape,
            figures_vo23.copy_analysis, figures_vo23.rollout, figures_weights.softmax_heads, figures_halving.halving,
            figures_diversity.task_diversity, figures_diversity.context_curve, figures_newton.newton_similarity,
-           figures_newton.probe_newton_similarity, figures_depth.depth_alpha)
+           figures_newton.probe_newton_similarity, figures_newton.probe_gd_similarity,
+           figures_newton.probe_over_layers, figures_depth.depth_alpha)
 
 
 class Report:
