@@ -121,20 +121,19 @@ std::vector<TaskSpectrum> prefix_spectra(const TaskBatch<double>& eval) {
 
 using Method = std::function<double(const TaskSpectrum&, int)>;   // (prefix, column) -> prediction
 
-// L x columns row-major: per layer l and column c, the mean over the eval tasks of the cosine of the probe's
-// errors e[l][t] with the method's, method(prefix j, c) - y_j (j = 0, no example: the prediction 0).
+// L x columns row-major: per layer l and column c, the mean over the tasks t of the cosine of the probe's
+// errors e[l][t] with the method's, method(prefix j, c) - y[t](j) (j = 0, no example: the prediction 0).
 std::vector<double> similarity(const std::vector<std::vector<Eigen::VectorXd>>& e,
-                               const std::vector<TaskSpectrum>& prefixes, const TaskBatch<double>& eval, int columns,
-                               const Method& method, const std::atomic<bool>* stop) {
-  const int Ls = static_cast<int>(e.size()), B = eval.B, n = eval.n;
+                               const std::vector<TaskSpectrum>& prefixes, const std::vector<Eigen::VectorXd>& y,
+                               int columns, const Method& method, const std::atomic<bool>* stop) {
+  const int Ls = static_cast<int>(e.size()), B = static_cast<int>(y.size()), n = static_cast<int>(y[0].size()) - 1;
   std::vector<double> cos(static_cast<size_t>(Ls) * columns, 0.0);
   Eigen::VectorXd r(n + 1);
   for (int c = 0; c < columns; ++c) {
     check_stop(stop);
     for (int t = 0; t < B; ++t) {
-      const Eigen::VectorXd y = prefix_labels(eval, t);
-      r(0) = -y(0);
-      for (int j = 1; j <= n; ++j) r(j) = method(prefixes[static_cast<size_t>(t) * n + j - 1], c) - y(j);
+      r(0) = -y[t](0);
+      for (int j = 1; j <= n; ++j) r(j) = method(prefixes[static_cast<size_t>(t) * n + j - 1], c) - y[t](j);
       for (int l = 0; l < Ls; ++l)
         cos[static_cast<size_t>(l) * columns + c] += e[l][t].dot(r) / std::max(e[l][t].norm() * r.norm(), 1e-300) / B;
     }
@@ -175,13 +174,15 @@ void probe_similarity(const Point& p, const std::vector<double>& theta, Analysis
   }
   check_stop(stop);
   const std::vector<TaskSpectrum> prefixes = prefix_spectra(eval);
+  std::vector<Eigen::VectorXd> y;
+  for (int t = 0; t < B; ++t) y.push_back(prefix_labels(eval, t));
   const std::vector<double> newton =
-      similarity(e, prefixes, eval, K_max + 1, [](const TaskSpectrum& t, int k) { return predict_newton(t, k); }, stop);
+      similarity(e, prefixes, y, K_max + 1, [](const TaskSpectrum& t, int k) { return predict_newton(t, k); }, stop);
   const std::vector<double> gd = similarity(
-      e, prefixes, eval, kProbeGdSteps,
-      [](const TaskSpectrum& t, int c) { return predict_gd(t, kProbeGdRate, 1 << c); }, stop);
+      e, prefixes, y, kProbeGdSteps, [](const TaskSpectrum& t, int c) { return predict_gd(t, kProbeGdRate, 1 << c); },
+      stop);
   const std::vector<double> ols =
-      similarity(e, prefixes, eval, 1, [](const TaskSpectrum& t, int) { return predict_ols(t); }, stop);
+      similarity(e, prefixes, y, 1, [](const TaskSpectrum& t, int) { return predict_ols(t); }, stop);
   S[Metric::probe_newton_similarity] = newton;
   S[Metric::probe_gd_similarity] = gd;
   S[Metric::probe_ols_similarity] = ols;

@@ -31,6 +31,22 @@ def _deepest(r, metric, min_layers):
     return sim, dict(list(groups.items())[:MAX_PANELS]), axes
 
 
+def _per_layer(sim, idx, L):
+    """The rows idx of an L x columns series as (replica, layer, column); the columns from the finite entries
+    (the rest of a row is NaN padding)."""
+    columns = np.isfinite(sim[idx[0]]).sum() // L
+    return sim[idx, :L * columns].reshape(len(idx), L, columns)
+
+
+def _frame(r, ax, axes, key, idx, L, ylabel):
+    """A panel's labels, layer ticks and title (its condition, depth and replicas)."""
+    ax.set_xlabel("layer l")
+    ax.set_ylabel(ylabel)
+    ax.set_xticks(range(1, L + 1))
+    title = label(axes, key) if axes else r.sweep_name
+    ax.set_title(f"{title}; L = {L}, {len(idx)} replica(s)", fontsize=9)
+
+
 def _heat_maps(r, metric, min_layers, ylabel="Newton step k", step_labels=None):
     """Per condition, the deepest models' `metric` (L x columns per point) as a heat map; None if no point has it.
     step_labels: what column c stands for (default c itself)."""
@@ -42,20 +58,16 @@ def _heat_maps(r, metric, min_layers, ylabel="Newton step k", step_labels=None):
     fig, panels = plot.panels(len(groups), width=5.0, height=3.8)
     for ax, (key, idx) in zip(panels, groups.items()):
         L = int(layers[idx[0]])
-        steps = np.isfinite(sim[idx[0]]).sum() // L   # K_max + 1 per layer; the rest of the row is NaN padding
+        grid = np.nanmean(_per_layer(sim, idx, L), axis=0)
+        steps = grid.shape[1]
         K_max = steps - 1
-        grid = np.nanmean(sim[idx, :L * steps].reshape(len(idx), L, steps), axis=0)
         image = ax.imshow(grid.T, origin="lower", aspect="auto", cmap="viridis", vmin=0, vmax=1,
                           extent=(0.5, L + 0.5, -0.5, K_max + 0.5))
         for l, k in enumerate(np.nanargmax(grid, axis=1)):
             ax.add_patch(Rectangle((l + 0.5, k - 0.5), 1, 1, fill=False, edgecolor="red", lw=1.5))
-        ax.set_xlabel("layer l")
-        ax.set_ylabel(ylabel)
-        ax.set_xticks(range(1, L + 1))
+        _frame(r, ax, axes, key, idx, L, ylabel)
         if step_labels is not None:
             ax.set_yticks(range(steps), [str(v) for v in step_labels[:steps]], fontsize=7)
-        title = label(axes, key) if axes else r.sweep_name
-        ax.set_title(f"{title}; L = {L}, {len(idx)} replica(s)", fontsize=9)
         fig.colorbar(image, ax=ax, label="cosine of the errors")
     return fig
 
@@ -109,24 +121,17 @@ def probe_over_layers(r):
         return
     _, groups, axes = found
     layers = r.sweep.points["layers"]
-    series = {"Newton (best step)": ("probe_newton_similarity", None),
-              "GD (best step count)": ("probe_gd_similarity", len(GD_STEPS)),
-              "least squares": ("probe_ols_similarity", 1)}
+    series = {"Newton (best step)": "probe_newton_similarity", "GD (best step count)": "probe_gd_similarity",
+              "least squares": "probe_ols_similarity"}
     fig, panels = plot.panels(len(groups), width=5.0, height=3.8)
     for ax, (key, idx) in zip(panels, groups.items()):
         L = int(layers[idx[0]])
-        for name, (metric, columns) in series.items():
-            sim = r.sweep.analysis(metric)[idx]
-            columns = columns or np.isfinite(sim[0]).sum() // L
-            best = np.nanmax(sim[:, :L * columns].reshape(len(idx), L, columns), axis=2)   # replica x layer
+        for name, metric in series.items():
+            best = np.nanmax(_per_layer(r.sweep.analysis(metric), idx, L), axis=2)   # replica x layer
             mean = best.mean(axis=0)
             se = best.std(axis=0, ddof=1) / np.sqrt(len(idx)) if len(idx) > 1 else np.zeros(L)
             ax.errorbar(range(1, L + 1), mean, yerr=se, marker="o", ms=3, capsize=2, label=name)
-        ax.set_xlabel("layer l")
-        ax.set_ylabel("cosine of the errors")
-        ax.set_xticks(range(1, L + 1))
-        title = label(axes, key) if axes else r.sweep_name
-        ax.set_title(f"{title}; L = {L}, {len(idx)} replica(s)", fontsize=9)
+        _frame(r, ax, axes, key, idx, L, "cosine of the errors")
     title = "Layers' probes: the best match per method, Fu et al.'s over-layers plot"
     r.figure(plot.save(fig, r.outdir, "probe_over_layers.png", title), title,
              "Per layer of the deepest causal models, the cosine of its probe's errors with those of the "
