@@ -140,7 +140,8 @@ TEST(TaskSpectrum, ProjectionsAgreePerEigenvalue) {
 
 // Many tasks at once (TaskSpectra: several side by side, each with its own blocks and step count) give each
 // task's spectrum bit for bit as alone: a mix of spreads, so that lanes need different numbers of steps,
-// more tasks than lanes and a partial last batch, a zero task among them.
+// more tasks than lanes and a partial last batch, a zero task among them, and a diagonal one (already
+// tridiagonal: its lane keeps its values while the others' reflections run).
 TEST(TaskSpectrum, ABatchGivesEachTasksSpectrumAsAlone) {
   std::mt19937_64 rng(11);
   const int d = 7;
@@ -151,6 +152,8 @@ TEST(TaskSpectrum, ABatchGivesEachTasksSpectrumAsAlone) {
     tasks.push_back(gaussian_task(d, t % 3 == 0 ? 3 : 2 * d, scale, 0.2, rng));
   }
   tasks[9].X.setZero();
+  tasks[4].X.setZero();
+  for (int i = 0; i < d; ++i) tasks[4].X(i, i) = 1.0 + i;
   TaskSpectra batch;
   for (const Task& t : tasks) batch.add(t.X, t.y, t.xq);
   const std::vector<TaskSpectrum> all = batch.take();

@@ -1,22 +1,25 @@
 // Task spectra (baselines.hpp) without the eigenvectors.  Per task, X X^T scaled to largest entry 1 is reduced
-// to a tridiagonal T = Q^T (X X^T) Q by Householder reflections (Eigen's Tridiagonalization), and Q^T applied
-// to X y and x_q.  Then T = W^T diag(s) W by implicit symmetric QR steps with Wilkinson's shift (Golub and Van
-// Loan, Matrix Computations, 4th ed., Alg. 8.3.2-8.3.3), every Givens rotation applied to the two projections
-// instead of to a d x d matrix: O(d^2) where the eigenvectors cost O(d^3).
+// to a tridiagonal T = Q^T (X X^T) Q by Householder reflections, and Q^T applied to X y and x_q.  Then
+// T = W^T diag(s) W by implicit symmetric QR steps with Wilkinson's shift (Golub and Van Loan, Matrix
+// Computations, 4th ed., Alg. 8.3.2-8.3.3), every Givens rotation applied to the two projections instead of
+// to a d x d matrix: O(d^2) where the eigenvectors cost O(d^3).
 //
 // A QR step is a chain of dependent square roots and divisions, one per rotation, so one task's steps are
-// bound by their latency (before it, perf found 87% of a d = 10 analysis in Eigen's solver, most of it accumulating eigenvectors).  The steps
-// run kTaskLanes tasks side by side instead, one lane each: every lane has its own unreduced block, shift and
-// step count; a lane outside its block keeps its values (its rotation is the identity, and it is not
-// applied), so a lane computes exactly its own task's sequence of steps, whatever its neighbours.
+// bound by their latency (before it, perf found 87% of a d = 10 analysis in Eigen's solver, most of it
+// accumulating eigenvectors).  Both stages run kBlock tasks side by side instead, one lane each, in registers
+// of the target's width: in the QR steps every lane has its own unreduced block, shift and step count; a
+// lane outside its block keeps its values (its rotation is the identity, and it is not applied), so a lane
+// computes exactly its own task's sequence of steps, whatever its neighbours.
 // The frozen reference, the eigendecomposition itself, is task_spectrum_ref in tests/test_baselines.cpp.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <vector>
 
 #include "icl/analysis/baselines.hpp"
+#include "icl/base/simd.hpp"
 
 namespace icl {
 namespace {
@@ -24,28 +27,37 @@ namespace {
 constexpr double kEps2 = std::numeric_limits<double>::epsilon() * std::numeric_limits<double>::epsilon();
 constexpr double kTiny = std::numeric_limits<double>::min();
 
-// kTaskLanes tridiagonals and their projections, entry i of lane j at [i * kTaskLanes + j].
+// Tasks side by side: kBlock doubles, registers of the target's width (base/simd.hpp).  Lane arithmetic is
+// element-wise, so a lane's values are those of the same expressions on scalars.
+using Vd = Register<double>;
+using Mask = Register<long>;   // what comparing two Vd gives: all ones or zero per element
+constexpr int kWidth = static_cast<int>(sizeof(Vd) / sizeof(double));
+constexpr int kBlock = kTaskLanes;
+static_assert(kBlock % kWidth == 0, "a block of tasks is a whole number of registers");
+
+
+// kBlock tridiagonals and their projections, entry i of lane j at [i * kBlock + j].
 struct Lanes {
   int d;
   std::vector<double> a, e, p, q;   // diagonal, sub-diagonal (d - 1 rows and a spare), Q^T X y, Q^T x_q
-  explicit Lanes(int dim) : d(dim), a(dim * kTaskLanes, 0.0), e(dim * kTaskLanes, 0.0), p(dim * kTaskLanes, 0.0), q(dim * kTaskLanes, 0.0) {}
-  double& at(std::vector<double>& v, int i, int j) { return v[i * kTaskLanes + j]; }
+  explicit Lanes(int dim) : d(dim), a(dim * kBlock, 0.0), e(dim * kBlock, 0.0), p(dim * kBlock, 0.0), q(dim * kBlock, 0.0) {}
+  double& at(std::vector<double>& v, int i, int j) { return v[i * kBlock + j]; }
 };
 
 // Zeroes every sub-diagonal entry negligible beside T's norm (about 1): |e_i|^2 <= eps^2 (|a_i| + |a_{i+1}|),
 // Eigen's test; the eigenvalues move by at most eps.
 void deflate(Lanes& t) {
   for (int i = 0; i + 1 < t.d; ++i) {
-    const double* a = &t.a[i * kTaskLanes];
-    double* e = &t.e[i * kTaskLanes];
-    for (int j = 0; j < kTaskLanes; ++j)
-      e[j] = e[j] * e[j] <= kEps2 * (std::fabs(a[j]) + std::fabs(a[kTaskLanes + j])) ? 0.0 : e[j];
+    const double* a = &t.a[i * kBlock];
+    double* e = &t.e[i * kBlock];
+    for (int j = 0; j < kBlock; ++j)
+      e[j] = e[j] * e[j] <= kEps2 * (std::fabs(a[j]) + std::fabs(a[kBlock + j])) ? 0.0 : e[j];
   }
 }
 
 // Lane j's last unreduced block lo..hi (hi = 0: diagonal) and the start (x, z) of its next step: the first
 // column of T - mu I, mu Wilkinson's shift from the block's trailing 2 x 2.
-void next_block(Lanes& t, int j, int& lo, int& hi, double& x, double& z) {
+void next_block(Lanes& t, int j, long& lo, long& hi, double& x, double& z) {
   while (hi > 0 && t.at(t.e, hi - 1, j) == 0) --hi;
   lo = hi;
   if (hi <= 0) return;
@@ -58,63 +70,83 @@ void next_block(Lanes& t, int j, int& lo, int& hi, double& x, double& z) {
   z = t.at(t.e, lo, j);
 }
 
+template <class V>
+V load(const void* p) {
+  V v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void store(double* p, Vd v) { std::memcpy(p, &v, sizeof v); }
+// a b + c in one rounding where the target fuses: each of the rotation's sums below is written as the
+// fused form GCC chose for the scalar loop before it (first product rounded, the rest fused), so that the
+// lanes' values did not move.
+Vd madd(Vd a, Vd b, Vd c) {
+  Vd r;
+  for (int i = 0; i < kWidth; ++i) r[i] = fused_madd(a[i], b[i], c[i]);
+  return r;
+}
+Vd vabs(Vd x) {
+  for (int i = 0; i < kWidth; ++i) x[i] = std::fabs(x[i]);
+  return x;
+}
+
 // One rotation in the plane (k, k+1) of every lane whose step is there: T <- R T R^T, R = [c s; -s c] mapping
 // (x, z) to (r, 0), which also sets e_{k-1} = r past the block's start; the projections rotate alike; then
 // (x, z) become the bulge R leaves at T(k+2, k) when the block goes on.  A lane's step ends at its block's
-// end or where the bulge vanishes (z = 0).  Selects over all lanes rather than branches per lane.
-void rotate(Lanes& t, int k, const int* lo, const int* hi, double* x, double* z) {
-  double c[kTaskLanes], s[kTaskLanes], r[kTaskLanes], below[kTaskLanes] = {};
-  bool on[kTaskLanes];
-  for (int j = 0; j < kTaskLanes; ++j) {
-    on[j] = k >= lo[j] && k < hi[j] && z[j] != 0;
-    r[j] = std::sqrt(x[j] * x[j] + z[j] * z[j]);
-  }
-  for (int j = 0; j < kTaskLanes; ++j)   // T is scaled to 1: hypot's care only where the square underflows
-    if (on[j] && !(r[j] * r[j] >= kTiny)) r[j] = std::hypot(x[j], z[j]);
-  for (int j = 0; j < kTaskLanes; ++j) {
-    c[j] = on[j] ? x[j] / r[j] : 1.0;
-    s[j] = on[j] ? z[j] / r[j] : 0.0;
-  }
-  double* a0 = &t.a[k * kTaskLanes];
-  double* a1 = a0 + kTaskLanes;
-  double* e0 = &t.e[k * kTaskLanes];
-  double* em = k > 0 ? e0 - kTaskLanes : below;   // e_{k-1}
-  double* e1 = e0 + kTaskLanes;                   // e_{k+1} (t.e has a spare last row)
-  double* p0 = &t.p[k * kTaskLanes];
-  double* p1 = p0 + kTaskLanes;
-  double* q0 = &t.q[k * kTaskLanes];
-  double* q1 = q0 + kTaskLanes;
-  for (int j = 0; j < kTaskLanes; ++j) {
-    const double ak = a0[j], ak1 = a1[j], ek = e0[j], cj = c[j], sj = s[j];
-    const double na0 = cj * cj * ak + 2 * cj * sj * ek + sj * sj * ak1;
-    const double na1 = sj * sj * ak - 2 * cj * sj * ek + cj * cj * ak1;
-    const double ne0 = cj * sj * (ak1 - ak) + (cj * cj - sj * sj) * ek;
-    const double np0 = cj * p0[j] + sj * p1[j], np1 = cj * p1[j] - sj * p0[j];
-    const double nq0 = cj * q0[j] + sj * q1[j], nq1 = cj * q1[j] - sj * q0[j];
-    const bool goes_on = on[j] && k + 1 < hi[j];
-    em[j] = on[j] && k > lo[j] ? r[j] : em[j];
-    a0[j] = on[j] ? na0 : ak;
-    a1[j] = on[j] ? na1 : ak1;
-    e0[j] = on[j] ? ne0 : ek;
-    p0[j] = on[j] ? np0 : p0[j];
-    p1[j] = on[j] ? np1 : p1[j];
-    q0[j] = on[j] ? nq0 : q0[j];
-    q1[j] = on[j] ? nq1 : q1[j];
-    x[j] = goes_on ? ne0 : x[j];
-    z[j] = goes_on ? sj * e1[j] : z[j];
-    e1[j] = goes_on ? cj * e1[j] : e1[j];
+// end or where the bulge vanishes (z = 0).  Selects over all lanes rather than branches per lane, in
+// registers: an idle lane's (c, s) = (1, 0) is selected, never applied.
+void rotate(Lanes& t, int k, const long* lo, const long* hi, double* x, double* z) {
+  double below[kBlock] = {};
+  double* a0 = &t.a[k * kBlock];
+  double* a1 = a0 + kBlock;
+  double* e0 = &t.e[k * kBlock];
+  double* em = k > 0 ? e0 - kBlock : below;   // e_{k-1}
+  double* e1 = e0 + kBlock;                   // e_{k+1} (t.e has a spare last row)
+  double* p0 = &t.p[k * kBlock];
+  double* p1 = p0 + kBlock;
+  double* q0 = &t.q[k * kBlock];
+  double* q1 = q0 + kBlock;
+  for (int h = 0; h < kBlock; h += kWidth) {
+    const Mask first = load<Mask>(lo + h), end = load<Mask>(hi + h);
+    const Vd one = Vd{} + 1.0, zero = Vd{}, xv = load<Vd>(x + h), zv = load<Vd>(z + h);
+    const Mask o = (first <= k) & (end > k) & (zv != 0);
+    const Mask past = o & (first < k), more = o & (end > k + 1);
+    Vd rv = madd(xv, xv, zv * zv);
+    for (int i = 0; i < kWidth; ++i) rv[i] = std::sqrt(rv[i]);
+    const Mask tiny = o & ~(rv * rv >= kTiny);   // T is scaled to 1: hypot's care only where the square underflows
+    for (int i = 0; i < kWidth; ++i)
+      if (tiny[i]) rv[i] = std::hypot(xv[i], zv[i]);
+    const Vd c = o ? xv / rv : one, s = o ? zv / rv : zero;
+    const Vd ak = load<Vd>(a0 + h), ak1 = load<Vd>(a1 + h), ek = load<Vd>(e0 + h);
+    const Vd pk = load<Vd>(p0 + h), pk1 = load<Vd>(p1 + h), qk = load<Vd>(q0 + h), qk1 = load<Vd>(q1 + h);
+    const Vd ek1 = load<Vd>(e1 + h);
+    const Vd cc = c * c, ss = s * s, cs2 = 2 * c * s;
+    const Vd na0 = madd(ss, ak1, madd(cs2, ek, cc * ak));          // c^2 a_k + 2cs e_k + s^2 a_k+1
+    const Vd na1 = madd(cc, ak1, madd(-cs2, ek, ss * ak));         // s^2 a_k - 2cs e_k + c^2 a_k+1
+    const Vd ne0 = madd(cc - ss, ek, s * c * (ak1 - ak));          // cs (a_k+1 - a_k) + (c^2 - s^2) e_k
+    store(em + h, past ? rv : load<Vd>(em + h));
+    store(a0 + h, o ? na0 : ak);
+    store(a1 + h, o ? na1 : ak1);
+    store(e0 + h, o ? ne0 : ek);
+    store(p0 + h, o ? madd(pk1, s, pk * c) : pk);
+    store(p1 + h, o ? madd(-pk, s, pk1 * c) : pk1);
+    store(q0 + h, o ? madd(qk1, s, qk * c) : qk);
+    store(q1 + h, o ? madd(-qk, s, qk1 * c) : qk1);
+    store(x + h, more ? ne0 : xv);
+    store(z + h, more ? s * ek1 : zv);
+    store(e1 + h, more ? c * ek1 : ek1);
   }
 }
 
 // QR steps until every lane is diagonal, at most 30 d steps per lane (Eigen's bound; beyond: NaN).
 void diagonalise(Lanes& t) {
-  int lo[kTaskLanes], hi[kTaskLanes];
-  double x[kTaskLanes] = {}, z[kTaskLanes] = {};
-  std::fill_n(hi, kTaskLanes, t.d - 1);
+  long lo[kBlock], hi[kBlock];
+  double x[kBlock] = {}, z[kBlock] = {};
+  std::fill_n(hi, kBlock, t.d - 1);
   for (int steps = 0;; ++steps) {
     deflate(t);
-    int first = t.d, last = 0;
-    for (int j = 0; j < kTaskLanes; ++j) {
+    long first = t.d, last = 0;
+    for (int j = 0; j < kBlock; ++j) {
       next_block(t, j, lo[j], hi[j], x[j], z[j]);
       if (hi[j] > 0 && steps >= 30 * t.d) {
         for (int i = 0; i < t.d; ++i) t.at(t.a, i, j) = std::numeric_limits<double>::quiet_NaN();
@@ -126,49 +158,75 @@ void diagonalise(Lanes& t) {
       }
     }
     if (last == 0) return;
-    for (int k = first; k < last; ++k) rotate(t, k, lo, hi, x, z);
+    for (long k = first; k < last; ++k) rotate(t, static_cast<int>(k), lo, hi, x, z);
   }
 }
 
 // A (symmetric, d x d) = Q T Q^T by Householder reflections H_k = I - beta v v^T, k = 0..d-3, each zeroing
-// column k below its sub-diagonal (Golub and Van Loan Alg. 8.3.1): a and e get T's diagonal and sub-diagonal,
-// and P's columns become Q^T P (H_0 first).  Plain loops: at the analyses' d (5-40) Eigen's blocked reduction
-// spent more on its bookkeeping than on its arithmetic.
-void tridiagonalise(Eigen::MatrixXd& A, Eigen::MatrixXd& P, Eigen::VectorXd& a, Eigen::VectorXd& e) {
-  const int d = static_cast<int>(A.rows());
-  Eigen::VectorXd v(d), w(d);
-  for (int k = 0; k + 2 < d; ++k) {
-    const int m = d - k - 1;   // the entries k+1..d-1 of column k
-    double sigma = 0;            // below the sub-diagonal (Golub and Van Loan Alg. 5.1.1): on its own, so that
-    for (int i = 1; i < m; ++i) sigma += A(k + 1 + i, k) * A(k + 1 + i, k);   // tiny entries are not lost in x0^2
-    if (sigma == 0) continue;    // already zero there: H_k = I
-    const double x0 = A(k + 1, k), mu = std::sqrt(x0 * x0 + sigma);
-    const double alpha = x0 > 0 ? -mu : mu, beta = 1 / (mu * (mu + std::fabs(x0)));
-    for (int i = 0; i < m; ++i) v(i) = A(k + 1 + i, k);
-    v(0) = x0 - alpha;
-    // A' = H A H on the trailing block: w = beta A v - (beta^2 v^T A v / 2) v, A' = A - v w^T - w v^T.
-    double vAv = 0;
-    for (int i = 0; i < m; ++i) {
-      double Av = 0;
-      for (int j = 0; j < m; ++j) Av += A(k + 1 + i, k + 1 + j) * v(j);
-      w(i) = beta * Av;
-      vAv += v(i) * w(i);
+// column k below its sub-diagonal (Golub and Van Loan Alg. 8.3.1): T's diagonal and sub-diagonal, and P's
+// columns become Q^T P (H_0 first).  A block of kBlock tasks side by side, lane j of A(r, c) at
+// A[(r d + c) kBlock + j] and of P(r, c) at P[(2 r + c) kBlock + j]; a lane whose column is already zero
+// below its sub-diagonal (sigma = 0) keeps its values (H_k = I).  Every multiply-add is written out, fused
+// where the target fuses, so the bits do not depend on how the compiler vectorises: the one-task loops before
+// this (to 2026-11-27) summed partly fused, partly not, as GCC had vectorised them, and their last bits
+// differ from these (tests/test_baselines.cpp holds both to an eigendecomposition).
+void tridiagonalise(int d, double* A, double* P, double* a, double* e) {
+  std::vector<Vd> v(d), w(d);
+  for (int h = 0; h < kBlock; h += kWidth) {
+    const auto at = [&](int r, int c) { return A + (r * d + c) * kBlock + h; };
+    const auto pt = [&](int r, int c) { return P + (2 * r + c) * kBlock + h; };
+    for (int k = 0; k + 2 < d; ++k) {
+      const int m = d - k - 1;   // the entries k+1..d-1 of column k
+      Vd sigma{};                // below the sub-diagonal (Golub and Van Loan Alg. 5.1.1): on its own, so that
+      for (int i = 1; i < m; ++i) {   // tiny entries are not lost in x0^2
+        const Vd g = load<Vd>(at(k + 1 + i, k));
+        sigma = madd(g, g, sigma);
+      }
+      const Mask act = sigma != 0;
+      bool any = false;
+      for (int j = 0; j < kWidth; ++j) any = any || act[j];
+      if (!any) continue;
+      const Vd x0 = load<Vd>(at(k + 1, k));
+      Vd mu = madd(x0, x0, sigma);
+      for (int j = 0; j < kWidth; ++j) mu[j] = std::sqrt(mu[j]);
+      const Vd alpha = x0 > 0 ? -mu : mu, beta = 1 / ((vabs(x0) + mu) * mu);
+      for (int i = 0; i < m; ++i) v[i] = load<Vd>(at(k + 1 + i, k));
+      v[0] = x0 - alpha;
+      // A' = H A H on the trailing block: w = beta A v - (beta^2 v^T A v / 2) v, A' = A - v w^T - w v^T.
+      Vd vAv{};
+      for (int i = 0; i < m; ++i) {
+        Vd Av{};
+        for (int j = 0; j < m; ++j) Av = madd(load<Vd>(at(k + 1 + i, k + 1 + j)), v[j], Av);
+        w[i] = beta * Av;
+        vAv = madd(v[i], w[i], vAv);
+      }
+      const Vd half = beta * vAv / 2;
+      for (int i = 0; i < m; ++i) w[i] = madd(-v[i], half, w[i]);
+      for (int j = 0; j < m; ++j)
+        for (int i = 0; i < m; ++i) {
+          const Vd g = load<Vd>(at(k + 1 + i, k + 1 + j));
+          store(at(k + 1 + i, k + 1 + j), act ? g - madd(v[i], w[j], w[i] * v[j]) : g);
+        }
+      for (int i = 0; i < m; ++i) {
+        const Vd below = i == 0 ? alpha : Vd{};
+        store(at(k + 1 + i, k), act ? below : load<Vd>(at(k + 1 + i, k)));
+        store(at(k, k + 1 + i), act ? below : load<Vd>(at(k, k + 1 + i)));
+      }
+      for (int c = 0; c < 2; ++c) {
+        Vd vp{};
+        for (int i = 0; i < m; ++i) vp = madd(v[i], load<Vd>(pt(k + 1 + i, c)), vp);
+        const Vd bvp = beta * vp;
+        for (int i = 0; i < m; ++i) {
+          const Vd q = load<Vd>(pt(k + 1 + i, c));
+          store(pt(k + 1 + i, c), act ? madd(-v[i], bvp, q) : q);
+        }
+      }
     }
-    const double half = beta * vAv / 2;
-    for (int i = 0; i < m; ++i) w(i) -= half * v(i);
-    for (int j = 0; j < m; ++j)
-      for (int i = 0; i < m; ++i) A(k + 1 + i, k + 1 + j) -= v(i) * w(j) + w(i) * v(j);
-    A(k + 1, k) = A(k, k + 1) = alpha;
-    for (int i = 1; i < m; ++i) A(k + 1 + i, k) = A(k, k + 1 + i) = 0.0;
-    for (int c = 0; c < P.cols(); ++c) {
-      double vp = 0;
-      for (int i = 0; i < m; ++i) vp += v(i) * P(k + 1 + i, c);
-      for (int i = 0; i < m; ++i) P(k + 1 + i, c) -= beta * vp * v(i);
+    for (int i = 0; i < d; ++i) {
+      store(a + i * kBlock + h, load<Vd>(at(i, i)));
+      store(e + i * kBlock + h, i + 1 < d ? load<Vd>(at(i + 1, i)) : Vd{});
     }
   }
-  a = A.diagonal();
-  e.resize(std::max(d - 1, 0));
-  for (int i = 0; i + 1 < d; ++i) e(i) = A(i + 1, i);
 }
 
 }  // namespace
@@ -178,44 +236,61 @@ void TaskSpectra::add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const 
 }
 
 void TaskSpectra::add_sums(Eigen::MatrixXd G, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq) {
-  Reduced r;
-  r.yy = yy;
-  r.n = n;
   const int d = static_cast<int>(G.rows());
-  r.P.resize(d, 2);
-  r.P << Xy, xq;
-  r.scale = d > 0 ? G.cwiseAbs().maxCoeff() : 0.0;
-  if (r.scale > 0) {
-    G /= r.scale;
-    tridiagonalise(G, r.P, r.a, r.e);
-  } else {
-    r.a = Eigen::VectorXd::Constant(d, r.scale);   // X = 0 (every direction null; X y = 0), or not finite (NaN)
-    r.e = Eigen::VectorXd::Zero(std::max(d - 1, 0));
+  if (d_ < 0) {
+    d_ = d;
+    G_.assign(static_cast<size_t>(d) * d * kBlock, 0.0);
+    P_.assign(static_cast<size_t>(d) * 2 * kBlock, 0.0);
   }
-  pending_.push_back(std::move(r));
+  if (d != d_) throw std::logic_error("TaskSpectra: tasks of different dimensions");
+  const double scale = d > 0 ? G.cwiseAbs().maxCoeff() : 0.0;
+  const size_t j = sums_.size() % kBlock;
+  sums_.push_back({scale, yy, n});
+  for (int r = 0; r < d; ++r) {
+    for (int c = 0; c < d; ++c) G_[(r * d + c) * kBlock + j] = scale > 0 ? G(r, c) / scale : 0.0;
+    P_[(2 * r) * kBlock + j] = Xy(r);
+    P_[(2 * r + 1) * kBlock + j] = xq(r);
+  }
+  if (j + 1 == kBlock) reduce_block();
+}
+
+// The block in G_, P_ (its unused lanes zero) to tridiagonal form, appended to a_, e_, p_, q_.  A task whose
+// X X^T is 0 (every direction null; X y = 0), or whose scale is not finite (NaN), is already diagonal: its
+// scale on the diagonal, X y and x_q as they are.
+void TaskSpectra::reduce_block() {
+  const size_t at = a_.size(), first = (sums_.size() - 1) / kBlock * kBlock, d = d_;
+  for (std::vector<double>* v : {&a_, &e_, &p_, &q_}) v->resize(at + d * kBlock);
+  tridiagonalise(d_, G_.data(), P_.data(), &a_[at], &e_[at]);
+  for (size_t i = 0; i < d; ++i)
+    for (size_t j = 0; j < kBlock; ++j) {
+      p_[at + i * kBlock + j] = P_[(2 * i) * kBlock + j];
+      q_[at + i * kBlock + j] = P_[(2 * i + 1) * kBlock + j];
+      const double scale = first + j < sums_.size() ? sums_[first + j].scale : 0.0;
+      if (!(scale > 0)) {
+        a_[at + i * kBlock + j] = scale;
+        e_[at + i * kBlock + j] = 0.0;
+      }
+    }
+  std::fill(G_.begin(), G_.end(), 0.0);
+  std::fill(P_.begin(), P_.end(), 0.0);
 }
 
 std::vector<TaskSpectrum> TaskSpectra::take() {
-  std::vector<TaskSpectrum> out(pending_.size());
-  for (size_t t0 = 0; t0 < pending_.size(); t0 += kTaskLanes) {
-    const size_t count = std::min<size_t>(kTaskLanes, pending_.size() - t0);
-    const int d = static_cast<int>(pending_[t0].a.size());
-    Lanes lanes(d);   // unused lanes: zero matrices, diagonal at once
-    for (size_t j = 0; j < count; ++j) {
-      const Reduced& r = pending_[t0 + j];
-      if (r.a.size() != d) throw std::logic_error("TaskSpectra: tasks of different dimensions");
-      for (int i = 0; i < d; ++i) {
-        lanes.at(lanes.a, i, j) = r.a(i);
-        lanes.at(lanes.e, i, j) = i + 1 < d ? r.e(i) : 0.0;
-        lanes.at(lanes.p, i, j) = r.P(i, 0);
-        lanes.at(lanes.q, i, j) = r.P(i, 1);
-      }
-    }
+  if (sums_.size() % kBlock) reduce_block();
+  std::vector<TaskSpectrum> out(sums_.size());
+  const int d = d_;
+  std::vector<int> order(std::max(d, 0));
+  Lanes lanes(std::max(d, 0));
+  for (size_t t0 = 0; t0 < sums_.size(); t0 += kBlock) {
+    const size_t count = std::min<size_t>(kBlock, sums_.size() - t0), at = t0 * d;
+    std::copy_n(&a_[at], d * kBlock, lanes.a.begin());
+    std::copy_n(&e_[at], d * kBlock, lanes.e.begin());
+    std::copy_n(&p_[at], d * kBlock, lanes.p.begin());
+    std::copy_n(&q_[at], d * kBlock, lanes.q.begin());
     diagonalise(lanes);
     for (size_t j = 0; j < count; ++j) {
-      const Reduced& r = pending_[t0 + j];
-      std::vector<int> order(d);   // ascending, as Eigen's solver
-      for (int i = 0; i < d; ++i) order[i] = i;
+      const Sums& r = sums_[t0 + j];
+      for (int i = 0; i < d; ++i) order[i] = i;   // ascending, as Eigen's solver
       std::sort(order.begin(), order.end(), [&](int u, int v) { return lanes.at(lanes.a, u, j) < lanes.at(lanes.a, v, j); });
       TaskSpectrum& s = out[t0 + j];
       s.s.resize(d);
@@ -230,7 +305,7 @@ std::vector<TaskSpectrum> TaskSpectra::take() {
       s.n = r.n;
     }
   }
-  pending_.clear();
+  *this = TaskSpectra();
   return out;
 }
 

@@ -334,15 +334,15 @@ template <class T>
 void x_other(const TaskLaw&, const Chunk<T>& k, Lane<T>* Z) {
   const int d = k.d, n = k.n, N = k.N;
   const Lane<T>* g = k.g();
+  std::vector<double> s(static_cast<size_t>(N) * d);   // a task's draws, each drawn once
   for (int v = 0; v < kLanes<T>; ++v) {
     const int law = other_law(k.keys[v]);
-    const auto s = [&](int j, int i) { return other_draw(law, g[j * d + i][v], rng_uniform(k.keys[v], 2 * k.mp + 1 + j * d + i)); };
+    for (int j = 0; j < N * d; ++j) s[j] = other_draw(law, g[j][v], rng_uniform(k.keys[v], 2 * k.mp + 1 + j));
     double F2 = 0.0;
-    for (int j = 0; j < n; ++j)
-      for (int i = 0; i < d; ++i) F2 = fused_madd(s(j, i), s(j, i), F2);
+    for (int j = 0; j < n * d; ++j) F2 = fused_madd(s[j], s[j], F2);
     const double F = std::sqrt(F2);
     for (int j = 0; j < N; ++j)
-      for (int i = 0; i < d; ++i) Z[i * N + j][v] = static_cast<T>(s(j, i) / F);
+      for (int i = 0; i < d; ++i) Z[i * N + j][v] = static_cast<T>(s[j * d + i] / F);
   }
 }
 

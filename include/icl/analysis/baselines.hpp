@@ -27,9 +27,9 @@ struct TaskSpectrum {
 // X: d x n context inputs, y: n labels, xq: the query, all already in the chosen basis (src/analysis/spectra.cpp).
 TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);
 
-// The same for many tasks of one d: add() reduces a task to tridiagonal form, take() finishes every task
-// added since the last take(), several side by side (spectra.cpp), and returns them in order.  A task's
-// spectrum does not depend on the others.
+// The same for many tasks of one d, kTaskLanes side by side (spectra.cpp): add() collects a task, reducing
+// each full block to tridiagonal form; take() finishes every task added since the last take() and returns
+// them in order.  A task's spectrum does not depend on the others.
 // Tasks side by side in the analyses' per-task loops (TaskSpectra, GD++'s loss): one 512-bit register of
 // doubles, two of 256 bits.
 constexpr int kTaskLanes = 8;
@@ -42,13 +42,15 @@ class TaskSpectra {
   std::vector<TaskSpectrum> take();
 
  private:
-  struct Reduced {
-    Eigen::VectorXd a, e;   // the tridiagonal of X X^T / scale
-    Eigen::MatrixXd P;      // Q^T (X y, x_q)
-    double scale = 0, yy = 0;
+  void reduce_block();
+  struct Sums {
+    double scale = 0, yy = 0;   // X X^T's largest entry (the reduction's is X X^T / scale), |y|^2
     int n = 0;
   };
-  std::vector<Reduced> pending_;
+  int d_ = -1;
+  std::vector<Sums> sums_;                // every task added since the last take()
+  std::vector<double> G_, P_;             // the block being added: X X^T / scale and (X y, x_q), kTaskLanes side by side
+  std::vector<double> a_, e_, p_, q_;     // the reduced blocks: tridiagonal and Q^T (X y, x_q), d kTaskLanes each
 };
 
 double predict_ridge(const TaskSpectrum& t, double lambda);
