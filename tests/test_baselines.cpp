@@ -223,6 +223,66 @@ TEST(Dmmse, FromTheContextsSumsMatchesTheResiduals) {
   }
 }
 
+// The posterior leaves out the weights below e^-600 of the largest (computed, their subnormal values cost
+// microcode assists): the same bits as every weight computed, on pools whose log-weights spread from 0 to
+// -5,000, with one and three noise levels, and one pool task far ahead of the rest.
+TEST(Dmmse, NegligibleWeightsLeaveThePosteriorBitForBit) {
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> U(0, 1);
+  int cut = 0;
+  for (const int M : {1, 7, 300, 4096})
+    for (const double spread : {10.0, 1000.0, 5000.0})
+      for (const std::vector<double>& sigma : {std::vector<double>{0.5}, std::vector<double>{0.1, 0.5, 1.0}}) {
+        const std::vector<double> weight(sigma.size(), 1.0 / sigma.size());
+        Eigen::VectorXd rss(M), pred(M);
+        for (int m = 0; m < M; ++m) {
+          rss(m) = spread * U(rng) * U(rng);
+          pred(m) = U(rng) - 0.5;
+        }
+        rss(M / 2) = 0.0;
+        Eigen::MatrixXd logp(M, sigma.size());
+        for (size_t k = 0; k < sigma.size(); ++k)
+          logp.col(k) = (std::log(weight[k]) - 16 * std::log(sigma[k])) - rss.array() / (2 * sigma[k] * sigma[k]);
+        const Eigen::MatrixXd p = (logp.array() - logp.maxCoeff()).exp();   // every weight
+        cut += ((logp.array() - logp.maxCoeff()) < -600).count();
+        const double want = (p.transpose() * pred).sum() / p.sum();
+        EXPECT_EQ(dmmse_posterior(rss, pred, 16, sigma, weight), want) << "M " << M << ", spread " << spread;
+      }
+  EXPECT_GT(cut, 10000);   // the cut is exercised
+}
+
+// Every task's ridge and GD predictions kTaskLanes at a time (predict_ridge_all, predict_gd_all) are the one-task
+// forms' bit for bit: a partial last block, eigenvalues below GD's 1e-12 floor, K = 0 .. 12 steps.
+TEST(TaskSpectrum, LanesPredictAsOneTaskAtATime) {
+  std::mt19937_64 rng(13);
+  std::uniform_real_distribution<double> U(0, 1);
+  for (const int d : {1, 5, 11}) {
+    std::vector<TaskSpectrum> tasks(37);
+    std::vector<double> lambda;
+    for (TaskSpectrum& t : tasks) {
+      t.s.resize(d);
+      t.b.resize(d);
+      t.z.resize(d);
+      for (int i = 0; i < d; ++i) {
+        t.s(i) = i == 0 ? 1e-14 * U(rng) : 3 * U(rng);
+        t.b(i) = U(rng) - 0.5;
+        t.z(i) = U(rng) - 0.5;
+      }
+      lambda.push_back(1e-3 + U(rng));
+    }
+    const SpectraBlocks blocks(tasks);
+    const std::vector<double> ridge = predict_ridge_all(blocks, lambda);
+    ASSERT_EQ(ridge.size(), tasks.size());
+    for (size_t t = 0; t < tasks.size(); ++t) EXPECT_EQ(ridge[t], predict_ridge(tasks[t], lambda[t])) << "d " << d << ", task " << t;
+    for (const int K : {0, 1, 2, 5, 12})
+      for (const double eta : {0.01, 0.4, 1.9}) {
+        const std::vector<double> gd = predict_gd_all(blocks, eta, K);
+        for (size_t t = 0; t < tasks.size(); ++t)
+          EXPECT_EQ(gd[t], predict_gd(tasks[t], eta, K)) << "d " << d << ", K " << K << ", eta " << eta << ", task " << t;
+      }
+  }
+}
+
 // Repeated eigenvalues (X X^T = 2 I exactly: every direction one eigenvector), a zero context, a rank-one
 // context (d - 1 null directions: b vanishes there), and scales far from 1.
 TEST(TaskSpectrum, DegenerateAndExtremeContexts) {

@@ -56,7 +56,11 @@ double paired_se(const std::vector<double>& a, const std::vector<double>& b, con
 // the dMMSE prediction of each task (it has nothing to tune).
 struct TaskSet {
   std::vector<double> y, sigma;
-  std::vector<TaskSpectrum> raw, prior, input;   // plain GD; ridge/Bayes (prior-whitened); preconditioned GD
+  std::vector<TaskSpectrum> raw;   // plain GD
+  const std::vector<TaskSpectrum>& prior() const { return prior_is_raw ? raw : prior_own; }   // ridge/Bayes (prior-whitened)
+  const std::vector<TaskSpectrum>& input() const { return input_is_raw ? raw : input_own; }   // preconditioned GD
+  std::vector<TaskSpectrum> prior_own, input_own;   // where their basis is not the identity (no copies of raw)
+  bool prior_is_raw = false, input_is_raw = false;
   std::vector<double> dmmse;
 };
 
@@ -137,8 +141,10 @@ struct TaskSetBuilder {
   }
   TaskSet take() {
     s.raw = raw.take();
-    s.prior = bases.Wp.spectra(prior, s.raw);
-    s.input = bases.Wi.spectra(input, s.raw);
+    s.prior_is_raw = bases.Wp.identity();
+    s.input_is_raw = bases.Wi.identity();
+    if (!s.prior_is_raw) s.prior_own = bases.Wp.spectra(prior, s.raw);
+    if (!s.input_is_raw) s.input_own = bases.Wi.spectra(input, s.raw);
     return std::move(s);
   }
 };
@@ -191,7 +197,7 @@ Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tuned, boo
     out.loss[name] = mse(yhat, s.y);
     out.yhat[name] = std::move(yhat);
   };
-  auto put = [&](Method name, auto f) { keep(name, predict_all(s.prior, f)); };
+  auto put = [&](Method name, auto f) { keep(name, predict_all(s.prior(), f)); };
   put(Method::oracle_ridge, [&](const TaskSpectrum& t, size_t i) {
     return s.sigma[i] > 0 ? predict_ridge(t, s.sigma[i] * s.sigma[i]) : predict_ols(t);
   });
@@ -214,7 +220,7 @@ Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tuned, boo
     put(Method::ols, [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
     put(Method::ridge, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
     keep(Method::pgd,
-         predict_all(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.pgd_eta[K - 1], K); }));
+         predict_all(s.input(), [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.pgd_eta[K - 1], K); }));
   }
   return out;
 }
@@ -223,15 +229,23 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
   Tuned tuned;
   tuned.noiseless = law.noise == NoiseKind::none;
   noise_prior(law, &tuned.bayes_sigma, &tuned.bayes_weight);
-  auto loss_of = [&](const std::vector<TaskSpectrum>& sp, auto f) { return mse(predict_all(sp, f), s.y); };
+  // Every candidate's loss is a pass over the tasks' spectra, kTaskLanes tasks at a time (the same bits as one
+  // task at a time).
+  const SpectraBlocks prior(s.prior()), raw(s.raw);
+  std::vector<double> lambda(s.prior().size());
+  const auto ridge_loss = [&] { return mse(predict_ridge_all(prior, lambda), s.y); };
   tuned.const_rr_lambda = minimise_log(
-      [&](double lam) { return loss_of(s.prior, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, lam); }); },
+      [&](double lam) {
+        std::fill(lambda.begin(), lambda.end(), lam);
+        return ridge_loss();
+      },
       1e-6, 1e4);
   if (p.n > p.d) {
-    std::vector<double> est(s.prior.size());
-    for (size_t i = 0; i < est.size(); ++i) est[i] = noise_estimate(s.prior[i]);
+    std::vector<double> est(s.prior().size());
+    for (size_t i = 0; i < est.size(); ++i) est[i] = noise_estimate(s.prior()[i]);
     auto f = [&](double c, double thr) {
-      return loss_of(s.prior, [&](const TaskSpectrum& t, size_t i) { return predict_ridge(t, std::min(c * est[i], thr)); });
+      for (size_t i = 0; i < est.size(); ++i) lambda[i] = std::min(c * est[i], thr);
+      return ridge_loss();
     };
     // A joint log grid first: the optimum sits in a diagonal valley (larger c with a finite threshold)
     // that coordinate descent from t = infinity never enters.  Then coordinate refinement.
@@ -250,14 +264,12 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
       tuned.tuned_rr_t = minimise_log([&](double thr) { return f(tuned.tuned_rr_c, thr); }, tuned.tuned_rr_t / 2, tuned.tuned_rr_t * 2, 8);
     }
   }
+  const SpectraBlocks input(whitened_inputs ? s.input() : std::vector<TaskSpectrum>{});
   for (int K = 1; K <= p.layers; ++K) {
     check_stop(stop);
-    tuned.gd_eta.push_back(minimise_log(
-        [&](double eta) { return loss_of(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
-        1e-6, 10.0));
+    tuned.gd_eta.push_back(minimise_log([&](double eta) { return mse(predict_gd_all(raw, eta, K), s.y); }, 1e-6, 10.0));
     tuned.pgd_eta.push_back(!whitened_inputs ? tuned.gd_eta.back() : minimise_log(
-        [&](double eta) { return loss_of(s.input, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, eta, K); }); },
-        1e-6, 10.0));
+        [&](double eta) { return mse(predict_gd_all(input, eta, K), s.y); }, 1e-6, 10.0));
   }
   return tuned;
 }
@@ -628,7 +640,7 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
     S[{Family::layer_loss, Method::gd}].push_back(
         mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y));
     S[{Family::layer_loss, Method::pgd}].push_back(
-        mse(predict_all(es.input, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.pgd_eta[K - 1], K); }), y));
+        mse(predict_all(es.input(), [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.pgd_eta[K - 1], K); }), y));
     auto gdpp_loss_K = [&](const GdppTuned& g) {
       return mse(run_model(gdpp_weights<T>(d, p.n, g.eta, g.gamma), eval_set, false, stop).final(), y);
     };

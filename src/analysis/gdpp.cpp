@@ -32,33 +32,12 @@ ModelShape gdpp_shape(const TaskBatch<double>& set, int K) {
   return s;
 }
 
-// The tuning set in blocks of kTaskLanes tasks, a block's entry i of every task side by side ([i * kTaskLanes + lane]),
-// so that the loops over a block's lanes vectorise; the last block is padded with empty tasks (s = b = z = 0).
-struct GdppBlocks {
-  int d = 0;
-  size_t tasks = 0;
-  std::vector<double> s, b, z;   // per block d * kTaskLanes each
-  explicit GdppBlocks(const GdppTasks& set) : d(set.spectra.empty() ? 0 : static_cast<int>(set.spectra[0].s.size())), tasks(set.y.size()) {
-    const size_t size = (tasks + kTaskLanes - 1) / kTaskLanes * kTaskLanes * d;
-    s.assign(size, 0.0);
-    b.assign(size, 0.0);
-    z.assign(size, 0.0);
-    for (size_t t = 0; t < tasks; ++t)
-      for (int i = 0; i < d; ++i) {
-        const size_t at = (t / kTaskLanes * d + i) * kTaskLanes + t % kTaskLanes;
-        s[at] = set.spectra[t].s(i);
-        b[at] = set.spectra[t].b(i);
-        z[at] = set.spectra[t].z(i);
-      }
-  }
-};
-
 // K-step GD++ predictions of block k's tasks from their spectra (gdpp.hpp) into yhat[lane] and, with
 // dy != nullptr, d yhat / d(eta_l, gamma_l) into dy[2l * kTaskLanes + lane], dy[(2l + 1) * kTaskLanes + lane] by
 // reverse mode over the stored steps.  Each lane is one task's arithmetic in one task's order, so a task's
 // values do not depend on its block.  `state`: scratch of 3 (K + 1) d kTaskLanes values, (s, b, z) before each
 // step and then their adjoints.
-void gdpp_predict(const GdppBlocks& set, size_t k, const double* eta, const double* gamma, int K, double* yhat,
+void gdpp_predict(const SpectraBlocks& set, size_t k, const double* eta, const double* gamma, int K, double* yhat,
                   double* dy, std::vector<double>& state) {
   const size_t D = static_cast<size_t>(set.d) * kTaskLanes;
   state.resize(3 * (K + 1) * D);
@@ -114,7 +93,7 @@ void gdpp_predict(const GdppBlocks& set, size_t k, const double* eta, const doub
 class GdppLoss {
  public:
   GdppLoss(const GdppTasks& set, int K, bool tied, const std::atomic<bool>* stop = nullptr)
-      : set_(set), blocks_(set), stop_(stop), K_(K), tied_(tied), eta_(K), gamma_(K), dy_(2 * K * kTaskLanes) {}
+      : set_(set), blocks_(set.spectra), stop_(stop), K_(K), tied_(tied), eta_(K), gamma_(K), dy_(2 * K * kTaskLanes) {}
   int size() const { return tied_ ? 2 : 2 * K_; }
   // One pass over the set; the stop flag is polled before each (cancel.hpp).
   double operator()(const std::vector<double>& x, std::vector<double>* grad) {
@@ -146,7 +125,7 @@ class GdppLoss {
 
  private:
   const GdppTasks& set_;
-  const GdppBlocks blocks_;
+  const SpectraBlocks blocks_;
   const std::atomic<bool>* stop_;
   int K_;
   bool tied_;

@@ -13,13 +13,12 @@
 // The frozen reference, the eigendecomposition itself, is task_spectrum_ref in tests/test_baselines.cpp.
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <vector>
 
 #include "icl/analysis/baselines.hpp"
-#include "icl/base/simd.hpp"
+#include "icl/analysis/lanes.hpp"
 
 namespace icl {
 namespace {
@@ -27,14 +26,14 @@ namespace {
 constexpr double kEps2 = std::numeric_limits<double>::epsilon() * std::numeric_limits<double>::epsilon();
 constexpr double kTiny = std::numeric_limits<double>::min();
 
-// Tasks side by side: kBlock doubles, registers of the target's width (base/simd.hpp).  Lane arithmetic is
-// element-wise, so a lane's values are those of the same expressions on scalars.
-using Vd = Register<double>;
-using Mask = Register<long>;   // what comparing two Vd gives: all ones or zero per element
-constexpr int kWidth = static_cast<int>(sizeof(Vd) / sizeof(double));
+using lanes::load;
+using lanes::madd;
+using lanes::Mask;
+using lanes::store;
+using lanes::vabs;
+using lanes::Vd;
+using lanes::kWidth;
 constexpr int kBlock = kTaskLanes;
-static_assert(kBlock % kWidth == 0, "a block of tasks is a whole number of registers");
-
 
 // kBlock tridiagonals and their projections, entry i of lane j at [i * kBlock + j].
 struct Lanes {
@@ -70,31 +69,14 @@ void next_block(Lanes& t, int j, long& lo, long& hi, double& x, double& z) {
   z = t.at(t.e, lo, j);
 }
 
-template <class V>
-V load(const void* p) {
-  V v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-void store(double* p, Vd v) { std::memcpy(p, &v, sizeof v); }
-// a b + c in one rounding where the target fuses: each of the rotation's sums below is written as the
-// fused form GCC chose for the scalar loop before it (first product rounded, the rest fused), so that the
-// lanes' values did not move.
-Vd madd(Vd a, Vd b, Vd c) {
-  Vd r;
-  for (int i = 0; i < kWidth; ++i) r[i] = fused_madd(a[i], b[i], c[i]);
-  return r;
-}
-Vd vabs(Vd x) {
-  for (int i = 0; i < kWidth; ++i) x[i] = std::fabs(x[i]);
-  return x;
-}
 
 // One rotation in the plane (k, k+1) of every lane whose step is there: T <- R T R^T, R = [c s; -s c] mapping
 // (x, z) to (r, 0), which also sets e_{k-1} = r past the block's start; the projections rotate alike; then
 // (x, z) become the bulge R leaves at T(k+2, k) when the block goes on.  A lane's step ends at its block's
 // end or where the bulge vanishes (z = 0).  Selects over all lanes rather than branches per lane, in
-// registers: an idle lane's (c, s) = (1, 0) is selected, never applied.
+// registers: an idle lane's (c, s) = (1, 0) is selected, never applied.  Each sum is written as the fused
+// form GCC had chosen for the one-lane-at-a-time loop before it (the first product rounded, the other fused),
+// so the spectra kept their bits.
 void rotate(Lanes& t, int k, const long* lo, const long* hi, double* x, double* z) {
   double below[kBlock] = {};
   double* a0 = &t.a[k * kBlock];

@@ -14,6 +14,7 @@
 #include <functional>
 #include <vector>
 
+#include "icl/analysis/lanes.hpp"
 #include "icl/base/eigen.hpp"
 
 namespace icl {
@@ -30,9 +31,6 @@ TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, c
 // The same for many tasks of one d, kTaskLanes side by side (spectra.cpp): add() collects a task, reducing
 // each full block to tridiagonal form; take() finishes every task added since the last take() and returns
 // them in order.  A task's spectrum does not depend on the others.
-// Tasks side by side in the analyses' per-task loops (TaskSpectra, GD++'s loss): one 512-bit register of
-// doubles, two of 256 bits.
-constexpr int kTaskLanes = 8;
 
 class TaskSpectra {
  public:
@@ -53,9 +51,23 @@ class TaskSpectra {
   std::vector<double> a_, e_, p_, q_;     // the reduced blocks: tridiagonal and Q^T (X y, x_q), d kTaskLanes each
 };
 
+// Many tasks' spectra of one d in blocks of kTaskLanes tasks, a block's entry i of every task side by side
+// ([(block d + i) kTaskLanes + lane]), so that loops over a block's lanes vectorise; the last block is padded
+// with empty tasks (s = b = z = 0).
+struct SpectraBlocks {
+  int d = 0;
+  size_t tasks = 0;
+  std::vector<double> s, b, z;
+  explicit SpectraBlocks(const std::vector<TaskSpectrum>& spectra);
+};
+
 double predict_ridge(const TaskSpectrum& t, double lambda);
 double predict_ols(const TaskSpectrum& t);   // minimum norm (pseudo-inverse) when n < d
 double predict_gd(const TaskSpectrum& t, double eta, int K);
+// predict_ridge (lambda[t] for task t) and predict_gd of every task, kTaskLanes at a time, each lane one
+// task's arithmetic in that task's order: the same bits as the one-task forms (the tunings' many passes).
+std::vector<double> predict_ridge_all(const SpectraBlocks& set, const std::vector<double>& lambda);
+std::vector<double> predict_gd_all(const SpectraBlocks& set, double eta, int K);
 // AdaRR's noise estimate RSS_OLS / (n - d) (docs/science.md section 4); requires n > d.
 double noise_estimate(const TaskSpectrum& t);
 // Posterior-weighted ridge over the support `sigma` with prior weights `weight` (same length).
@@ -87,6 +99,10 @@ double predict_newton(const TaskSpectrum& t, int K);
 // X: d x n context inputs, y: n labels, xq: the query.  Cost M n d per task.
 double predict_dmmse(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq,
                      const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight);
+// Its posterior mean from each pool task's residual sum of squares `rss` and prediction <w_m, x_q> `pred`
+// (M each), n context pairs.
+double dmmse_posterior(const Eigen::VectorXd& rss, const Eigen::VectorXd& pred, double n, const std::vector<double>& sigma,
+                       const std::vector<double>& weight);
 // The same from the context's sums (TaskSpectra::add_sums): |y - X^T w_m|^2 = |y|^2 - 2 w_m.(X y) + w_m^T (X X^T) w_m,
 // floored at 0.  Cost M d^2 per task, whatever n.
 double predict_dmmse_sums(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq,
