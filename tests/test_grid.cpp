@@ -247,9 +247,11 @@ TEST(GridLimits, SummaryAgreesWithTheExpandedGrid) {
   EXPECT_DOUBLE_EQ(sum.longest_cost, longest);
   EXPECT_DOUBLE_EQ(sum.largest_memory.total, largest);
   EXPECT_EQ(sum.largest_memory_at, "layers=3, eval_tasks=5000, steps=200, landscape=0");
-  // --measure's sample: kSampled distinct combinations of the 16, each with its own estimate, the same on
-  // every call.
-  ASSERT_EQ(sum.sampled.size(), Summary::kSampled);
+  // --measure's sample: 16 combinations are at most kExhaustive, so every one of them, each with its own
+  // estimate, in the same order on every call.
+  ASSERT_EQ(sum.combinations, 16);
+  EXPECT_TRUE(sum.exhaustive);
+  ASSERT_EQ(sum.sampled.size(), 16u);
   std::set<std::string> drawn;
   for (const Summary::Sampled& c : sum.sampled) {
     EXPECT_TRUE(drawn.insert(c.at).second) << c.at;
@@ -257,7 +259,7 @@ TEST(GridLimits, SummaryAgreesWithTheExpandedGrid) {
   }
   Summary again;
   ASSERT_TRUE(summarise(s, &again, &errors));
-  for (size_t k = 0; k < Summary::kSampled; ++k) EXPECT_EQ(again.sampled[k].at, sum.sampled[k].at);
+  for (size_t k = 0; k < sum.sampled.size(); ++k) EXPECT_EQ(again.sampled[k].at, sum.sampled[k].at);
   // The same errors from both, naming the combination of the options that matter.
   const Spec bad = spec_of({{"steps", {"10", "100"}, "f:1"}, {"lr", {"1", "2"}, "f:2"}, {"warmup", {"50"}, "f:3"}});
   std::vector<std::string> from_summary;
@@ -278,8 +280,14 @@ TEST(GridLimits, MeasureSampleFollowsTheCost) {
   std::vector<std::string> errors;
   ASSERT_TRUE(summarise(spec_of({{"steps", steps, "f:1"}}, {}), &sum, &errors));
   ASSERT_EQ(sum.combinations, 100);
+  EXPECT_FALSE(sum.exhaustive);
   ASSERT_EQ(sum.sampled.size(), Summary::kSampled);
   EXPECT_EQ(sum.sampled[0].point.steps, 100000000);
+  std::set<std::string> drawn;   // distinct, the same on every call
+  for (const Summary::Sampled& c : sum.sampled) EXPECT_TRUE(drawn.insert(c.at).second) << c.at;
+  Summary again;
+  ASSERT_TRUE(summarise(spec_of({{"steps", steps, "f:1"}}, {}), &again, &errors));
+  for (size_t k = 0; k < Summary::kSampled; ++k) EXPECT_EQ(again.sampled[k].at, sum.sampled[k].at);
 }
 
 TEST(GridLimits, OptionsThatOnlyMultiplyChangeNoRuleCostOrMemory) {

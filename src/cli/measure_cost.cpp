@@ -43,7 +43,7 @@ double analysis_seconds(Point q) {
 
 MeasuredCost measure_cost(const sweep::Summary& s) {
   MeasuredCost m;
-  double sum = 0, analysis = 0, training = 0;
+  double ratio = 0, cost = 0, analysis = 0, training = 0;
   for (const sweep::Summary::Sampled& c : s.sampled) {
     const double first = seconds_per_step(c.point, std::min<int64_t>(2, c.point.steps));   // warm, and a first rate
     if (!(first > 0)) continue;
@@ -52,15 +52,18 @@ MeasuredCost measure_cost(const sweep::Summary& s) {
                         c.cost * (static_cast<double>(s.points) / s.combinations) / s.total_cost};
     if (!(r.measured_step > 0)) continue;
     r.analysis = analysis_seconds(c.point);
-    sum += r.measured_step / r.estimated_step;
-    // The share of the whole grid: a ratio of sums over points, each sample weighed by 1 / its cost (it
-    // was drawn in proportion to it).
-    analysis += r.analysis / c.cost;
-    training += r.measured_step * static_cast<double>(c.point.steps) / c.cost;
+    // Sums over the grid's points: a sample drawn in proportion to cost weighs 1 / its cost (so the scale
+    // is the mean of the ratios); every combination (exhaustive) weighs the same (so the scale is their
+    // cost-weighted mean).
+    const double w = s.exhaustive ? 1.0 : 1.0 / c.cost;
+    ratio += w * c.cost * r.measured_step / r.estimated_step;
+    cost += w * c.cost;
+    analysis += w * r.analysis;
+    training += w * r.measured_step * static_cast<double>(c.point.steps);
     m.rows.push_back(r);
   }
   if (m.rows.empty()) return m;
-  m.scale = sum / static_cast<double>(m.rows.size());
+  m.scale = ratio / cost;
   m.total = s.total_cost * m.scale;
   m.analysis_share = analysis / training;
   return m;

@@ -112,13 +112,15 @@ double print_measured(const sweep::Summary& g) {
     std::printf("measured    nothing: no combination took a training step\n");
     return 0.0;
   }
-  std::printf("measured    %.2f core-hours in all on this core (%s; %s): %zu combinations drawn in proportion to "
-              "their share of the estimate train at %.2fx its time per step, on average\n",
-              m.total / 3600, cpu_name().c_str(), build::flags, m.rows.size(), m.scale);
+  std::printf("measured    %.2f core-hours in all on this core (%s; %s): %zu combinations %s train at %.2fx its "
+              "time per step, on average\n",
+              m.total / 3600, cpu_name().c_str(), build::flags, m.rows.size(),
+              g.exhaustive ? "(every one)" : "drawn in proportion to their share of the estimate", m.scale);
   for (const MeasuredCost::Row& r : m.rows)
     std::printf("            %.3g s per step measured, %.3g estimated, analysis %.3g s (%.2f%% of the estimate): %s\n",
                 r.measured_step, r.estimated_step, r.analysis, 100 * r.share, r.at.empty() ? "every point" : r.at.c_str());
-  std::printf("analysis    %.1f%% of the training time, the whole grid (from the same combinations)\n", 100 * m.analysis_share);
+  std::printf("analysis    %.1f%% of the training time, the whole grid (%s)\n", 100 * m.analysis_share,
+              g.exhaustive ? "every combination" : "from the same combinations");
   return m.scale;
 }
 

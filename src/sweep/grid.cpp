@@ -259,17 +259,17 @@ void for_each_combination(const std::vector<Axis>& axes, const std::vector<size_
 namespace {
 
 // Weighted sampling without replacement in one pass: each combination gets key log(u) / weight, u uniform
-// in (0, 1) from a fixed stream, and `list` keeps the kSampled largest keys; `at` names one only when kept.
+// in (0, 1) from a fixed stream, and `list` keeps the `keep` largest keys; `at` names one only when kept.
 template <class At>
-void sample_combination(const Point& p, double cost, double weight, At at, std::mt19937_64& rng,
+void sample_combination(const Point& p, double cost, double weight, At at, std::mt19937_64& rng, size_t keep,
                         std::vector<Summary::Sampled>* list) {
   const double u = (static_cast<double>(rng() >> 11) + 0.5) * 0x1.0p-53;
   const double key = std::log(u) / std::max(cost * weight, 1e-300);
   auto larger = [](const Summary::Sampled& a, const Summary::Sampled& b) { return a.key > b.key; };
-  if (list->size() == Summary::kSampled && key <= list->back().key) return;
+  if (list->size() == keep && key <= list->back().key) return;
   Summary::Sampled s{p, cost, at(), key};
   list->insert(std::upper_bound(list->begin(), list->end(), s, larger), std::move(s));
-  if (list->size() > Summary::kSampled) list->pop_back();
+  if (list->size() > keep) list->pop_back();
 }
 
 }  // namespace
@@ -294,6 +294,8 @@ bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* err
   }
   const double weight = static_cast<double>(summary->points) / combos;
   summary->combinations = combos;
+  summary->exhaustive = combos <= static_cast<double>(Summary::kExhaustive);
+  const size_t keep = summary->exhaustive ? Summary::kExhaustive : Summary::kSampled;
   std::mt19937_64 rng(20261126);
   for_each_combination(axes, walk, [&](const Point& p, auto at) {
     for (const std::string& why : point_validate(p)) errors->push_back("grid point (" + at() + "): " + why);
@@ -301,7 +303,7 @@ bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* err
     const double cost = estimate_seconds(p);
     summary->total_cost += cost * weight;
     summary->longest_cost = std::max(summary->longest_cost, cost);
-    sample_combination(p, cost, weight, at, rng, &summary->sampled);
+    sample_combination(p, cost, weight, at, rng, keep, &summary->sampled);
     const PointMemory m = estimate_memory(p);
     if (m.total > summary->largest_memory.total) {
       summary->largest_memory = m;

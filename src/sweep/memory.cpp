@@ -64,13 +64,27 @@ double transformer_bytes(const Point& p, double s) {
   return kLane * (lanes + params) + params * s;
 }
 
-// Per-task spectra of analysis.cpp's task_set: 3 TaskSpectrum (64 bytes, in vectors grown by doubling)
-// with three heap d-vectors each (malloc: 8 bytes of header, 16-byte granules, 32 at least).
-double spectra_bytes(double tasks, double d) {
+// The task sets' spectra beside the raw ones (analysis.cpp's make_bases): a copy for each basis that is not the
+// identity, a reduction in progress for each basis that is a matrix (the raw basis always).  Counted from the
+// covariance and the input law alone: the prior's basis as a matrix under any covariance (it is one where
+// w_prior = inverse_cov, which stays an option that changes no estimate), the inputs' scale as other than 1
+// for any non-gaussian law.
+struct SpectraBases {
+  double copies = 0, reductions = 1;
+};
+SpectraBases spectra_bases(const Point& p) {
+  const bool matrix = p.cov != CovKind::identity && p.cov != CovKind::rotated_per_task;
+  const bool input = p.cov != CovKind::identity || p.x_dist != XDist::gaussian;
+  return {static_cast<double>(matrix) + input, 1.0 + 2 * matrix};
+}
+
+// Per-task spectra: TaskSpectrum (64 bytes, in vectors grown by doubling) with three heap d-vectors each (malloc:
+// 8 bytes of header, 16-byte granules, 32 at least), 1 + copies of them; and while they are computed each
+// reduction's a, e, X y, x_q (4 d doubles a task) and sums (24 bytes), grown by doubling.
+double spectra_bytes(double tasks, double d, SpectraBases bases = {}) {
   const double cap = std::exp2(std::ceil(std::log2(std::max(tasks, 1.0))));
-  const double vec = std::max(32.0, std::ceil((8 * d + 8) / 16) * 16), pair = std::max(32.0, std::ceil((16 * d + 8) / 16) * 16);
-  // 3 bases of spectra (s, b, z), and while they are computed each task's reduction (TaskSpectra: a, e, P)
-  return 3 * (64 * cap + tasks * 3 * vec) + 3 * (88 * cap + tasks * (2 * vec + pair)) + 2 * 8 * cap;
+  const double vec = std::max(32.0, std::ceil((8 * d + 8) / 16) * 16);
+  return (1 + bases.copies) * (64 * cap + tasks * 3 * vec) + bases.reductions * (4 * 8 * d + 24) * cap + 2 * 8 * cap;
 }
 
 }  // namespace
@@ -102,6 +116,7 @@ PointMemory estimate_memory(const Point& p) {
   // Records of the curves (step, train, test), held in the result and once more when it is stored.
   m.curves = 2 * 24 * static_cast<double>(eval_record_bound(p));
   if (p.analysis) {
+    const SpectraBases bases = spectra_bases(p);
     const double tune = batch_bytes(kTuneTasks, d, n, s) + batch_bytes(kTuneModelTasks, d, n, 8) + batch_bytes(kGdppValidationTasks, d, n, 8);
     const double readouts = 3 * E * (L + d) * 8 + E * L * 8 + 3 * E * 8;
     Point ood_point = p;
@@ -112,14 +127,14 @@ PointMemory estimate_memory(const Point& p) {
     // evaluation set of pool tasks with its spectra.
     const double M = static_cast<double>(p.task_pool);
     const double pool = M > 0 ? 8 * M * (d + n + 2 * std::max<double>(p.noise_sigma.size(), 64) + 2) +
-                                    batch_bytes(E, d, n, s) + spectra_bytes(E, d) + E * 8
+                                    batch_bytes(E, d, n, s) + spectra_bytes(E, d, bases) + E * 8
                               : 0;
     // context_curve: its set of the longest length, each task's token Gram, one length's spectra; for a model
     // not of the Gram form (gram.hpp) a prefix of the set and the model at that length too.
     const double nc = p.context_curve, C = AnalysisSets::context;
     Point long_point = p;
     long_point.n = std::max(p.context_curve, 1);
-    const double context = nc > 0 ? batch_bytes(C, d, nc, s) + spectra_bytes(C, d) + 4 * C * 8 + C * (d + 1.0) * (d + 1) * 8 +
+    const double context = nc > 0 ? batch_bytes(C, d, nc, s) + spectra_bytes(C, d, bases) + 4 * C * 8 + C * (d + 1.0) * (d + 1) * 8 +
                                          (gram_form(p) ? 0.0
                                                : batch_bytes(C, d, nc, s) + (p.arch == Arch::transformer
                                                                                  ? transformer_bytes(long_point, s)
@@ -129,8 +144,8 @@ PointMemory estimate_memory(const Point& p) {
     const double probes = probes_apply(p) ? 2 * batch_bytes(P, d, n, 8) + transformer_bytes(p, 8) + L * (X * X + X) * 8 +
                                                 L * P * ((n + 1) * 8 + 32) + spectra_bytes(P * n, d)
                                           : 0;
-    m.analysis = tune + std::max(spectra_bytes(kTuneTasks, d),
-                                 spectra_bytes(E, d) + readouts + pool + std::max({ood, context, probes}));
+    m.analysis = tune + std::max(spectra_bytes(kTuneTasks, d, bases),
+                                 spectra_bytes(E, d, bases) + readouts + pool + std::max({ood, context, probes}));
   }
   m.process = kProcess;
   m.total = m.training_batch + m.evaluation_set + m.model + m.landscape + m.curves + m.analysis + m.process;

@@ -99,14 +99,17 @@ struct Summary {
   PointMemory largest_memory;                // the point with the largest estimate
   std::string largest_memory_at;             // its values of the options that vary, "layers=3, d=10"
   // kSampled combinations drawn in proportion to their share of total_cost (cost x the points each stands
-  // for; without replacement, reproducibly): what --dry-run --measure times on this core.
+  // for; without replacement, reproducibly): what --dry-run --measure times on this core.  A grid of at most
+  // kExhaustive combinations keeps every one (`exhaustive`): a draw in proportion to cost can leave out a
+  // combination whose analysis is what costs (task_diversity_m's largest pool: a quarter of its training).
   struct Sampled {
     Point point;
     double cost = 0;
     std::string at;
     double key = 0;   // log(u) / share: the kSampled largest are kept (Efraimidis and Spirakis 2006)
   };
-  static constexpr size_t kSampled = 6;
+  static constexpr size_t kSampled = 6, kExhaustive = 16;
+  bool exhaustive = false;
   std::vector<Sampled> sampled;
 };
 bool summarise(const Spec& spec, Summary* summary, std::vector<std::string>* errors);
