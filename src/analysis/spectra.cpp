@@ -6,7 +6,7 @@
 //
 // A QR step is a chain of dependent square roots and divisions, one per rotation, so one task's steps are
 // bound by their latency (before it, perf found 87% of a d = 10 analysis in Eigen's solver, most of it
-// accumulating eigenvectors).  Both stages run kBlock tasks side by side instead, one lane each, in registers
+// accumulating eigenvectors).  Both stages run kTaskLanes tasks side by side instead, one lane each, in registers
 // of the target's width: in the QR steps every lane has its own unreduced block, shift and step count; a
 // lane outside its block keeps its values (its rotation is the identity, and it is not applied), so a lane
 // computes exactly its own task's sequence of steps, whatever its neighbours.
@@ -31,26 +31,25 @@ using lanes::madd;
 using lanes::Mask;
 using lanes::store;
 using lanes::vabs;
-using lanes::Vd;
 using lanes::kWidth;
-constexpr int kBlock = kTaskLanes;
+using lanes::Vd;
 
-// kBlock tridiagonals and their projections, entry i of lane j at [i * kBlock + j].
+// kTaskLanes tridiagonals and their projections, entry i of lane j at [i * kTaskLanes + j].
 struct Lanes {
   int d;
   std::vector<double> a, e, p, q;   // diagonal, sub-diagonal (d - 1 rows and a spare), Q^T X y, Q^T x_q
-  explicit Lanes(int dim) : d(dim), a(dim * kBlock, 0.0), e(dim * kBlock, 0.0), p(dim * kBlock, 0.0), q(dim * kBlock, 0.0) {}
-  double& at(std::vector<double>& v, int i, int j) { return v[i * kBlock + j]; }
+  explicit Lanes(int dim) : d(dim), a(dim * kTaskLanes, 0.0), e(dim * kTaskLanes, 0.0), p(dim * kTaskLanes, 0.0), q(dim * kTaskLanes, 0.0) {}
+  double& at(std::vector<double>& v, int i, int j) { return v[i * kTaskLanes + j]; }
 };
 
 // Zeroes every sub-diagonal entry negligible beside T's norm (about 1): |e_i|^2 <= eps^2 (|a_i| + |a_{i+1}|),
 // Eigen's test; the eigenvalues move by at most eps.
 void deflate(Lanes& t) {
   for (int i = 0; i + 1 < t.d; ++i) {
-    const double* a = &t.a[i * kBlock];
-    double* e = &t.e[i * kBlock];
-    for (int j = 0; j < kBlock; ++j)
-      e[j] = e[j] * e[j] <= kEps2 * (std::fabs(a[j]) + std::fabs(a[kBlock + j])) ? 0.0 : e[j];
+    const double* a = &t.a[i * kTaskLanes];
+    double* e = &t.e[i * kTaskLanes];
+    for (int j = 0; j < kTaskLanes; ++j)
+      e[j] = e[j] * e[j] <= kEps2 * (std::fabs(a[j]) + std::fabs(a[kTaskLanes + j])) ? 0.0 : e[j];
   }
 }
 
@@ -69,7 +68,6 @@ void next_block(Lanes& t, int j, long& lo, long& hi, double& x, double& z) {
   z = t.at(t.e, lo, j);
 }
 
-
 // One rotation in the plane (k, k+1) of every lane whose step is there: T <- R T R^T, R = [c s; -s c] mapping
 // (x, z) to (r, 0), which also sets e_{k-1} = r past the block's start; the projections rotate alike; then
 // (x, z) become the bulge R leaves at T(k+2, k) when the block goes on.  A lane's step ends at its block's
@@ -78,17 +76,17 @@ void next_block(Lanes& t, int j, long& lo, long& hi, double& x, double& z) {
 // form GCC had chosen for the one-lane-at-a-time loop before it (the first product rounded, the other fused),
 // so the spectra kept their bits.
 void rotate(Lanes& t, int k, const long* lo, const long* hi, double* x, double* z) {
-  double below[kBlock] = {};
-  double* a0 = &t.a[k * kBlock];
-  double* a1 = a0 + kBlock;
-  double* e0 = &t.e[k * kBlock];
-  double* em = k > 0 ? e0 - kBlock : below;   // e_{k-1}
-  double* e1 = e0 + kBlock;                   // e_{k+1} (t.e has a spare last row)
-  double* p0 = &t.p[k * kBlock];
-  double* p1 = p0 + kBlock;
-  double* q0 = &t.q[k * kBlock];
-  double* q1 = q0 + kBlock;
-  for (int h = 0; h < kBlock; h += kWidth) {
+  double below[kTaskLanes] = {};
+  double* a0 = &t.a[k * kTaskLanes];
+  double* a1 = a0 + kTaskLanes;
+  double* e0 = &t.e[k * kTaskLanes];
+  double* em = k > 0 ? e0 - kTaskLanes : below;   // e_{k-1}
+  double* e1 = e0 + kTaskLanes;                   // e_{k+1} (t.e has a spare last row)
+  double* p0 = &t.p[k * kTaskLanes];
+  double* p1 = p0 + kTaskLanes;
+  double* q0 = &t.q[k * kTaskLanes];
+  double* q1 = q0 + kTaskLanes;
+  for (int h = 0; h < kTaskLanes; h += kWidth) {
     const Mask first = load<Mask>(lo + h), end = load<Mask>(hi + h);
     const Vd one = Vd{} + 1.0, zero = Vd{}, xv = load<Vd>(x + h), zv = load<Vd>(z + h);
     const Mask o = (first <= k) & (end > k) & (zv != 0);
@@ -122,13 +120,13 @@ void rotate(Lanes& t, int k, const long* lo, const long* hi, double* x, double* 
 
 // QR steps until every lane is diagonal, at most 30 d steps per lane (Eigen's bound; beyond: NaN).
 void diagonalise(Lanes& t) {
-  long lo[kBlock], hi[kBlock];
-  double x[kBlock] = {}, z[kBlock] = {};
-  std::fill_n(hi, kBlock, t.d - 1);
+  long lo[kTaskLanes], hi[kTaskLanes];
+  double x[kTaskLanes] = {}, z[kTaskLanes] = {};
+  std::fill_n(hi, kTaskLanes, t.d - 1);
   for (int steps = 0;; ++steps) {
     deflate(t);
     long first = t.d, last = 0;
-    for (int j = 0; j < kBlock; ++j) {
+    for (int j = 0; j < kTaskLanes; ++j) {
       next_block(t, j, lo[j], hi[j], x[j], z[j]);
       if (hi[j] > 0 && steps >= 30 * t.d) {
         for (int i = 0; i < t.d; ++i) t.at(t.a, i, j) = std::numeric_limits<double>::quiet_NaN();
@@ -146,17 +144,17 @@ void diagonalise(Lanes& t) {
 
 // A (symmetric, d x d) = Q T Q^T by Householder reflections H_k = I - beta v v^T, k = 0..d-3, each zeroing
 // column k below its sub-diagonal (Golub and Van Loan Alg. 8.3.1): T's diagonal and sub-diagonal, and P's
-// columns become Q^T P (H_0 first).  A block of kBlock tasks side by side, lane j of A(r, c) at
-// A[(r d + c) kBlock + j] and of P(r, c) at P[(2 r + c) kBlock + j]; a lane whose column is already zero
+// columns become Q^T P (H_0 first).  A block of kTaskLanes tasks side by side, lane j of A(r, c) at
+// A[(r d + c) kTaskLanes + j] and of P(r, c) at P[(2 r + c) kTaskLanes + j]; a lane whose column is already zero
 // below its sub-diagonal (sigma = 0) keeps its values (H_k = I).  Every multiply-add is written out, fused
 // where the target fuses, so the bits do not depend on how the compiler vectorises: the one-task loops before
 // this (to 2026-11-27) summed partly fused, partly not, as GCC had vectorised them, and their last bits
 // differ from these (tests/test_baselines.cpp holds both to an eigendecomposition).
 void tridiagonalise(int d, double* A, double* P, double* a, double* e) {
   std::vector<Vd> v(d), w(d);
-  for (int h = 0; h < kBlock; h += kWidth) {
-    const auto at = [&](int r, int c) { return A + (r * d + c) * kBlock + h; };
-    const auto pt = [&](int r, int c) { return P + (2 * r + c) * kBlock + h; };
+  for (int h = 0; h < kTaskLanes; h += kWidth) {
+    const auto at = [&](int r, int c) { return A + (r * d + c) * kTaskLanes + h; };
+    const auto pt = [&](int r, int c) { return P + (2 * r + c) * kTaskLanes + h; };
     for (int k = 0; k + 2 < d; ++k) {
       const int m = d - k - 1;   // the entries k+1..d-1 of column k
       Vd sigma{};                // below the sub-diagonal (Golub and Van Loan Alg. 5.1.1): on its own, so that
@@ -205,8 +203,8 @@ void tridiagonalise(int d, double* A, double* P, double* a, double* e) {
       }
     }
     for (int i = 0; i < d; ++i) {
-      store(a + i * kBlock + h, load<Vd>(at(i, i)));
-      store(e + i * kBlock + h, i + 1 < d ? load<Vd>(at(i + 1, i)) : Vd{});
+      store(a + i * kTaskLanes + h, load<Vd>(at(i, i)));
+      store(e + i * kTaskLanes + h, i + 1 < d ? load<Vd>(at(i + 1, i)) : Vd{});
     }
   }
 }
@@ -221,36 +219,36 @@ void TaskSpectra::add_sums(Eigen::MatrixXd G, const Eigen::VectorXd& Xy, double 
   const int d = static_cast<int>(G.rows());
   if (d_ < 0) {
     d_ = d;
-    G_.assign(static_cast<size_t>(d) * d * kBlock, 0.0);
-    P_.assign(static_cast<size_t>(d) * 2 * kBlock, 0.0);
+    G_.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
+    P_.assign(static_cast<size_t>(d) * 2 * kTaskLanes, 0.0);
   }
   if (d != d_) throw std::logic_error("TaskSpectra: tasks of different dimensions");
   const double scale = d > 0 ? G.cwiseAbs().maxCoeff() : 0.0;
-  const size_t j = sums_.size() % kBlock;
+  const size_t j = sums_.size() % kTaskLanes;
   sums_.push_back({scale, yy, n});
   for (int r = 0; r < d; ++r) {
-    for (int c = 0; c < d; ++c) G_[(r * d + c) * kBlock + j] = scale > 0 ? G(r, c) / scale : 0.0;
-    P_[(2 * r) * kBlock + j] = Xy(r);
-    P_[(2 * r + 1) * kBlock + j] = xq(r);
+    for (int c = 0; c < d; ++c) G_[(r * d + c) * kTaskLanes + j] = scale > 0 ? G(r, c) / scale : 0.0;
+    P_[(2 * r) * kTaskLanes + j] = Xy(r);
+    P_[(2 * r + 1) * kTaskLanes + j] = xq(r);
   }
-  if (j + 1 == kBlock) reduce_block();
+  if (j + 1 == kTaskLanes) reduce_block();
 }
 
 // The block in G_, P_ (its unused lanes zero) to tridiagonal form, appended to a_, e_, p_, q_.  A task whose
 // X X^T is 0 (every direction null; X y = 0), or whose scale is not finite (NaN), is already diagonal: its
 // scale on the diagonal, X y and x_q as they are.
 void TaskSpectra::reduce_block() {
-  const size_t at = a_.size(), first = (sums_.size() - 1) / kBlock * kBlock, d = d_;
-  for (std::vector<double>* v : {&a_, &e_, &p_, &q_}) v->resize(at + d * kBlock);
+  const size_t at = a_.size(), first = (sums_.size() - 1) / kTaskLanes * kTaskLanes, d = d_;
+  for (std::vector<double>* v : {&a_, &e_, &p_, &q_}) v->resize(at + d * kTaskLanes);
   tridiagonalise(d_, G_.data(), P_.data(), &a_[at], &e_[at]);
   for (size_t i = 0; i < d; ++i)
-    for (size_t j = 0; j < kBlock; ++j) {
-      p_[at + i * kBlock + j] = P_[(2 * i) * kBlock + j];
-      q_[at + i * kBlock + j] = P_[(2 * i + 1) * kBlock + j];
+    for (size_t j = 0; j < kTaskLanes; ++j) {
+      p_[at + i * kTaskLanes + j] = P_[(2 * i) * kTaskLanes + j];
+      q_[at + i * kTaskLanes + j] = P_[(2 * i + 1) * kTaskLanes + j];
       const double scale = first + j < sums_.size() ? sums_[first + j].scale : 0.0;
       if (!(scale > 0)) {
-        a_[at + i * kBlock + j] = scale;
-        e_[at + i * kBlock + j] = 0.0;
+        a_[at + i * kTaskLanes + j] = scale;
+        e_[at + i * kTaskLanes + j] = 0.0;
       }
     }
   std::fill(G_.begin(), G_.end(), 0.0);
@@ -258,17 +256,17 @@ void TaskSpectra::reduce_block() {
 }
 
 std::vector<TaskSpectrum> TaskSpectra::take() {
-  if (sums_.size() % kBlock) reduce_block();
+  if (sums_.size() % kTaskLanes) reduce_block();
   std::vector<TaskSpectrum> out(sums_.size());
   const int d = d_;
   std::vector<int> order(std::max(d, 0));
   Lanes lanes(std::max(d, 0));
-  for (size_t t0 = 0; t0 < sums_.size(); t0 += kBlock) {
-    const size_t count = std::min<size_t>(kBlock, sums_.size() - t0), at = t0 * d;
-    std::copy_n(&a_[at], d * kBlock, lanes.a.begin());
-    std::copy_n(&e_[at], d * kBlock, lanes.e.begin());
-    std::copy_n(&p_[at], d * kBlock, lanes.p.begin());
-    std::copy_n(&q_[at], d * kBlock, lanes.q.begin());
+  for (size_t t0 = 0; t0 < sums_.size(); t0 += kTaskLanes) {
+    const size_t count = std::min<size_t>(kTaskLanes, sums_.size() - t0), at = t0 * d;
+    std::copy_n(&a_[at], d * kTaskLanes, lanes.a.begin());
+    std::copy_n(&e_[at], d * kTaskLanes, lanes.e.begin());
+    std::copy_n(&p_[at], d * kTaskLanes, lanes.p.begin());
+    std::copy_n(&q_[at], d * kTaskLanes, lanes.q.begin());
     diagonalise(lanes);
     for (size_t j = 0; j < count; ++j) {
       const Sums& r = sums_[t0 + j];

@@ -3,6 +3,7 @@
 // kTaskLanes doubles, one 512-bit register or two of 256 bits, computed as registers of the target's width
 // (base/simd.hpp).  Lane arithmetic is element-wise, so a lane's values are those of the same expressions on
 // one task's scalars, whatever its neighbours.
+#include <cmath>
 #include <cstring>
 
 #include "icl/base/simd.hpp"
