@@ -64,12 +64,12 @@ sleep 25
 setsid "$bin" run "$src/specs/sweep_stop.ini" -o "$dir/e.h5" --quiet --resume > "$dir/e2.log" 2>&1 &
 pid=$!
 before=$(records_of "$dir/e.h5") rate=
-for _ in $(seq 100); do   # the rate once the latest run stored three records
-  sleep 0.2
+for _ in $(seq 100); do   # the rate once the latest run stored three records and they span a second: the
+  sleep 0.2               # records' times are whole seconds, and a run of quick points can store three in one
   out=$(timeout -s KILL 10 "$bin" status "$dir/e.h5" 2>/dev/null)
   [ "$(awk '/^records/ {print $2}' <<<"$out")" -ge $((before + 3)) ] || continue
   rate=$(awk '/^rate/ {print $2, $3}' <<<"$out")
-  break
+  [ -n "$rate" ] && break
 done
 kill -TERM "$pid"; wait "$pid"
 pid=
