@@ -196,34 +196,52 @@ TEST(TaskSpectrum, NonFiniteContextGivesNaN) {
   EXPECT_TRUE(std::isnan(predict_ridge(t, 1.0)));
 }
 
-// dMMSE (residuals in blocks of 256 pool tasks) against its definition written out, and from the context's sums
-// (|y|^2 - 2 w.(X y) + w^T X X^T w per pool task) against both, with and without noise (a pool task that fits
-// exactly: residual 0, where the sums cancel); 600 pool tasks, so three blocks.
+// dMMSE against its definition written out, and DmmseSums (from the contexts' sums, |y|^2 - 2 w.(X y) +
+// w^T X X^T w per pool task, a block of tasks at a time) against both, with and without noise (a pool task that
+// fits exactly: residual 0, where the sums cancel): 150 tasks (two blocks and part of a third) of 3 to 9 context
+// pairs in d = 4, over 600 pool tasks; tasks added after a take() make a fresh set.
 TEST(Dmmse, FromTheContextsSumsMatchesTheResiduals) {
   std::mt19937_64 rng(5);
-  const int d = 4, M = 600;
+  const int d = 4, M = 600, B = 2 * DmmseSums::kBlock + 22;
   std::normal_distribution<double> N;
   Eigen::MatrixXd pool(d, M);
   for (int i = 0; i < d * M; ++i) pool.data()[i] = N(rng);
   for (double noise : {0.5, 0.0}) {
-    Task t = gaussian_task(d, 9, std::vector<double>(d, 1.0), 0.0, rng);
-    t.y = t.X.transpose() * pool.col(3);
-    for (int j = 0; j < t.y.size(); ++j) t.y(j) += noise * N(rng);
     const std::vector<double> sigma = noise > 0 ? std::vector<double>{0.5} : std::vector<double>{1e-6}, weight = {1.0};
-    const double want = predict_dmmse(t.X, t.y, t.xq, pool, sigma, weight);
-    const Eigen::VectorXd rss = ((pool.transpose() * t.X).rowwise() - t.y.transpose()).rowwise().squaredNorm();
-    const Eigen::VectorXd logp = -9 * std::log(sigma[0]) - rss.array() / (2 * sigma[0] * sigma[0]);
-    const Eigen::VectorXd p = (logp.array() - logp.maxCoeff()).exp();
-    EXPECT_NEAR(want, p.dot(pool.transpose() * t.xq) / p.sum(), 1e-12 * std::fabs(want)) << "noise " << noise;
-    const double got = predict_dmmse_sums(t.X * t.X.transpose(), t.X * t.y, t.y.squaredNorm(), 9, t.xq, pool, sigma, weight);
-    EXPECT_NEAR(got, want, 1e-9 * std::fabs(want)) << "noise " << noise;
-    if (noise == 0) {
-      EXPECT_NEAR(got, pool.col(3).dot(t.xq), 1e-9);   // the posterior is on the task that fits
+    DmmseSums sums(pool, sigma, weight);
+    std::vector<double> want, fits;
+    for (int t = 0; t < B; ++t) {
+      const int n = 3 + t % 7, m = (7 * t) % M;
+      Task task = gaussian_task(d, n, std::vector<double>(d, 1.0), 0.0, rng);
+      task.y = task.X.transpose() * pool.col(m);
+      for (int j = 0; j < n; ++j) task.y(j) += noise * N(rng);
+      want.push_back(predict_dmmse(task.X, task.y, task.xq, pool, sigma, weight));
+      fits.push_back(pool.col(m).dot(task.xq));
+      if (t == 0) {   // the reference against the definition written out
+        const Eigen::VectorXd rss = ((pool.transpose() * task.X).rowwise() - task.y.transpose()).rowwise().squaredNorm();
+        const Eigen::VectorXd logp = -n * std::log(sigma[0]) - rss.array() / (2 * sigma[0] * sigma[0]);
+        const Eigen::VectorXd p = (logp.array() - logp.maxCoeff()).exp();
+        EXPECT_NEAR(want[0], p.dot(pool.transpose() * task.xq) / p.sum(), 1e-12 * std::fabs(want[0])) << "noise " << noise;
+      }
+      sums.add(task.X * task.X.transpose(), task.X * task.y, task.y.squaredNorm(), n, task.xq);
     }
+    const std::vector<double> got = sums.take();
+    ASSERT_EQ(got.size(), want.size());
+    for (int t = 0; t < B; ++t) {
+      EXPECT_NEAR(got[t], want[t], 1e-9 * std::fabs(want[t])) << "noise " << noise << ", task " << t;
+      if (noise == 0 && 3 + t % 7 >= d) {
+        EXPECT_NEAR(got[t], fits[t], 1e-9) << t;   // on the pool task that fits
+      }
+    }
+    Task task = gaussian_task(d, 5, std::vector<double>(d, 1.0), noise, rng);
+    sums.add(task.X * task.X.transpose(), task.X * task.y, task.y.squaredNorm(), 5, task.xq);
+    const std::vector<double> again = sums.take();
+    ASSERT_EQ(again.size(), 1u);
+    EXPECT_NEAR(again[0], predict_dmmse(task.X, task.y, task.xq, pool, sigma, weight), 1e-9 * std::fabs(again[0]));
   }
 }
 
-// The posterior leaves out the weights below e^-600 of the largest (computed, their subnormal values cost
+// The posterior takes the weights below e^-600 of the largest as e^-600 (computed, their subnormal values cost
 // microcode assists): the same bits as every weight computed, on pools whose log-weights spread from 0 to
 // -5,000, with one and three noise levels, and one pool task far ahead of the rest.
 TEST(Dmmse, NegligibleWeightsLeaveThePosteriorBitForBit) {
@@ -240,13 +258,21 @@ TEST(Dmmse, NegligibleWeightsLeaveThePosteriorBitForBit) {
           pred(m) = U(rng) - 0.5;
         }
         rss(M / 2) = 0.0;
-        Eigen::MatrixXd logp(M, sigma.size());
-        for (size_t k = 0; k < sigma.size(); ++k)
-          logp.col(k) = (std::log(weight[k]) - 16 * std::log(sigma[k])) - rss.array() / (2 * sigma[k] * sigma[k]);
-        const Eigen::MatrixXd p = (logp.array() - logp.maxCoeff()).exp();   // every weight
-        cut += ((logp.array() - logp.maxCoeff()) < -600).count();
-        const double want = (p.transpose() * pred).sum() / p.sum();
-        EXPECT_EQ(dmmse_posterior(rss, pred, 16, sigma, weight), want) << "M " << M << ", spread " << spread;
+        std::vector<double> c, h;
+        double top = -1e300;
+        for (size_t k = 0; k < sigma.size(); ++k) {
+          c.push_back(std::log(weight[k]) - 16 * std::log(sigma[k]));
+          h.push_back(0.5 / (sigma[k] * sigma[k]));
+          top = std::max(top, c[k] - rss.minCoeff() * h[k]);
+        }
+        double num = 0, den = 0;
+        for (size_t k = 0; k < sigma.size(); ++k) {
+          const Eigen::ArrayXd x = (c[k] - top) - rss.array() * h[k], p = x.exp();   // every weight
+          cut += (x < -600).count();
+          num += (p * pred.array()).sum();
+          den += p.sum();
+        }
+        EXPECT_EQ(dmmse_posterior(rss, pred, 16, sigma, weight), num / den) << "M " << M << ", spread " << spread;
       }
   EXPECT_GT(cut, 10000);   // the cut is exercised
 }
@@ -280,6 +306,44 @@ TEST(TaskSpectrum, LanesPredictAsOneTaskAtATime) {
         for (size_t t = 0; t < tasks.size(); ++t)
           EXPECT_EQ(gd[t], predict_gd(tasks[t], eta, K)) << "d " << d << ", K " << K << ", eta " << eta << ", task " << t;
       }
+  }
+}
+
+// Newton's steps k = 0..K in one pass (predict_newton_steps) are each step's one-step-count form bit for bit: the
+// iteration m <- 2 m - s m^2 from alpha s per eigenvalue, summed over the eigenvalues in order, with a null
+// direction (below the rank tolerance) and a zero spectrum.
+TEST(TaskSpectrum, NewtonStepsInOnePassAsOneStepCountAtATime) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> U(0, 1);
+  const int K = 24;
+  for (const int d : {1, 5, 11}) {
+    TaskSpectrum t;
+    t.s.resize(d);
+    t.b.resize(d);
+    t.z.resize(d);
+    for (int i = 0; i < d; ++i) {
+      t.s(i) = i == 0 && d > 1 ? 1e-14 * U(rng) : 3 * U(rng);
+      t.b(i) = U(rng) - 0.5;
+      t.z(i) = U(rng) - 0.5;
+    }
+    std::vector<double> steps(K + 1);
+    predict_newton_steps(t, K, steps.data());
+    const double alpha = 1 / t.s.array().square().matrix().norm();
+    for (int k = 0; k <= K; ++k) {
+      double want = 0.0;   // the one-step-count form (before 2026-11-27)
+      for (int i = 0; i < d; ++i) {
+        const double s = t.s(i);
+        if (s <= 1e-10 * t.s.maxCoeff()) continue;
+        double m = alpha * s;
+        for (int j = 0; j < k; ++j) m = 2 * m - s * m * m;
+        want += t.z(i) * t.b(i) * m;
+      }
+      EXPECT_EQ(steps[k], want) << "d " << d << ", k " << k;
+      EXPECT_EQ(predict_newton(t, k), want) << "d " << d << ", k " << k;
+    }
+    t.s.setZero();
+    predict_newton_steps(t, K, steps.data());
+    for (int k = 0; k <= K; ++k) EXPECT_EQ(steps[k], 0.0);
   }
 }
 

@@ -111,18 +111,16 @@ void noise_prior(const TaskLaw& law, std::vector<double>* sigma, std::vector<dou
   weight->assign(sigma->size(), 1.0 / std::max<size_t>(sigma->size(), 1));
 }
 
-// The dMMSE prior of a law with a pool (pool_law): its columns and noise law.
-struct PoolPrior {
-  const Eigen::MatrixXd& pool;
+// dMMSE under the prior of a law with a pool (pool_law): its columns and noise law.
+DmmseSums dmmse_prior(const TaskLaw& law) {
   std::vector<double> sigma, weight;
-  explicit PoolPrior(const TaskLaw& law) : pool(law.pool) {
-    noise_prior(law, &sigma, &weight);
-    if (sigma.empty()) {   // noiseless: noise_prior's floor
-      sigma = {1e-6};
-      weight = {1.0};
-    }
+  noise_prior(law, &sigma, &weight);
+  if (sigma.empty()) {   // noiseless: noise_prior's floor
+    sigma = {1e-6};
+    weight = {1.0};
   }
-};
+  return DmmseSums(law.pool, std::move(sigma), std::move(weight));
+}
 
 // A TaskSet built a task at a time from each context's sums (X X^T, X y, |y|^2, n) and query: all its spectra
 // need (TaskSpectra::add_sums); dMMSE, when there is a pool, is the caller's.
@@ -152,8 +150,8 @@ struct TaskSetBuilder {
 // `pool`: a law with a pool (pool_law), whose columns and noise law make the dMMSE prior; null: no dMMSE.
 template <class T>
 TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* pool, const std::atomic<bool>* stop) {
-  std::optional<PoolPrior> prior;
-  if (pool) prior.emplace(*pool);
+  std::optional<DmmseSums> dmmse;
+  if (pool) dmmse.emplace(dmmse_prior(*pool));
   TaskSetBuilder s(bases);
   const int n = batch.n;
   Eigen::MatrixXd X;
@@ -163,9 +161,12 @@ TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* p
     batch_task(batch, t, &X, &y);
     const Eigen::MatrixXd Xc = X.leftCols(n);
     const Eigen::VectorXd yc = y.head(n), xq = X.col(n);
-    s.add(Xc * Xc.transpose(), Xc * yc, yc.squaredNorm(), n, xq, y(n), batch.sigma[t]);
-    if (prior) s.s.dmmse.push_back(predict_dmmse(Xc, yc, xq, prior->pool, prior->sigma, prior->weight));
+    const Eigen::MatrixXd XXt = Xc * Xc.transpose();
+    const Eigen::VectorXd Xy = Xc * yc;
+    s.add(XXt, Xy, yc.squaredNorm(), n, xq, y(n), batch.sigma[t]);
+    if (dmmse) dmmse->add(XXt, Xy, yc.squaredNorm(), n, xq);
   }
+  if (dmmse) s.s.dmmse = dmmse->take();
   return s.take();
 }
 
@@ -569,11 +570,12 @@ template <class T>
 void newton_similarity(const Readouts<T>& tf, const TaskSet& es, const std::vector<double>& y, Analysis& out, const std::atomic<bool>* stop) {
   const int L = tf.layers, K_max = std::min(64, std::max(12, 4 * L));
   const size_t B = y.size();
-  std::vector<std::vector<double>> newton_error(K_max + 1);
-  for (int k = 0; k <= K_max; ++k) {
-    check_stop(stop);
-    newton_error[k] = predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, k); });
-    for (size_t t = 0; t < B; ++t) newton_error[k][t] -= y[t];
+  std::vector<std::vector<double>> newton_error(K_max + 1, std::vector<double>(B));
+  std::vector<double> yhat(K_max + 1);
+  check_stop(stop);
+  for (size_t t = 0; t < B; ++t) {
+    predict_newton_steps(es.raw[t], K_max, yhat.data());
+    for (int k = 0; k <= K_max; ++k) newton_error[k][t] = yhat[k] - y[t];
   }
   Named S(out.series);
   for (int l = 0; l < L; ++l) {
@@ -829,8 +831,8 @@ void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const
   lC.n = C;
   const TaskBatch<T> set = draw<T>(lC, p.seed, draws::context_length(C), AnalysisSets::context);
   const std::vector<double> y = labels(set);
-  std::optional<PoolPrior> prior;
-  if (pool) prior.emplace(*pool);
+  std::optional<DmmseSums> dmmse;
+  if (pool) dmmse.emplace(dmmse_prior(*pool));
   auto token = [&](int i, int j) {   // token j of task i: (x_j, y_j), the query (x_q, 0)
     Eigen::VectorXd z(D);
     const Lane<T>* Z = set.chunk_Z(i / kLanes<T>);
@@ -861,8 +863,9 @@ void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const
       const Eigen::MatrixXd XXt = G[i].topLeftCorner(d, d);
       const Eigen::VectorXd Xy = G[i].col(d).head(d), xq = zq[i].head(d);
       ts.add(XXt, Xy, G[i](d, d), k, xq, y[i], set.sigma[i]);
-      if (prior) ts.s.dmmse.push_back(predict_dmmse_sums(XXt, Xy, G[i](d, d), k, xq, prior->pool, prior->sigma, prior->weight));
+      if (dmmse) dmmse->add(XXt, Xy, G[i](d, d), k, xq);
     }
+    if (dmmse) ts.s.dmmse = dmmse->take();
     const Losses base = baseline_losses(pk, ts.take(), t.closed_form, true);
     for (const auto& [name, v] : base.loss) {
       auto& s = S[{Family::context_loss, name}];

@@ -109,18 +109,22 @@ double newton_alpha(const TaskSpectrum& t) {
 }
 
 double predict_newton(const TaskSpectrum& t, int K) {
+  std::vector<double> yhat(K + 1);
+  predict_newton_steps(t, K, yhat.data());
+  return yhat[K];
+}
+
+void predict_newton_steps(const TaskSpectrum& t, int K, double* yhat) {
+  std::fill(yhat, yhat + K + 1, 0.0);
   const double s_max = t.s.maxCoeff();
-  if (!(s_max > 0)) return 0.0;
+  if (!(s_max > 0)) return;
   const double alpha = newton_alpha(t);
-  double yhat = 0.0;
   for (int i = 0; i < t.s.size(); ++i) {
-    const double s = t.s(i);
+    const double s = t.s(i), zb = t.z(i) * t.b(i);
     if (s <= kRankTol * s_max) continue;   // the null space, exactly 0 in exact arithmetic (round-off grows it)
     double m = alpha * s;
-    for (int k = 0; k < K; ++k) m = 2 * m - s * m * m;
-    yhat += t.z(i) * t.b(i) * m;
+    for (int k = 0; k <= K; ++k, m = 2 * m - s * m * m) yhat[k] += zb * m;
   }
-  return yhat;
 }
 
 double noise_estimate(const TaskSpectrum& t) {
@@ -162,47 +166,85 @@ double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, co
   return yhat / norm;
 }
 
-// Posterior weights below e^kNegligible of the largest (1), about 1e-261, are taken as 0.  Beside the largest
-// term every sum absorbs them (the denominator is at least 1; the numerator would have to cancel to 1e-245 of
+// Log-weights below kNegligible of the largest (0) are taken as kNegligible: e^-600, about 1e-261, which beside the
+// largest term every sum absorbs (the denominator is at least 1; the numerator would have to cancel to 1e-245 of
 // the predictions to feel them).  Computed, the weights of e^-708 and less and their products with the
 // predictions are subnormal numbers, each a microcode assist on x86: with a pool of 4,096 tasks, dMMSE took
-// 101 us a task, half of it here in those assists (perf); 57 us without them.
+// 101 us a task, half of it in those assists (perf); 57 us without them.
 constexpr double kNegligible = -600.0;
 
-// dMMSE's posterior mean from each pool task's residual sum of squares `rss` and prediction `pred` (M each).
-double dmmse_posterior(const Eigen::VectorXd& rss, const Eigen::VectorXd& pred, double n, const std::vector<double>& sigma,
-                       const std::vector<double>& weight) {
-  Eigen::MatrixXd logp(rss.size(), sigma.size());
-  for (size_t k = 0; k < sigma.size(); ++k)
-    logp.col(k) = (std::log(weight[k]) - n * std::log(sigma[k])) - rss.array() / (2 * sigma[k] * sigma[k]);
-  const Eigen::ArrayXXd x = logp.array() - logp.maxCoeff();
-  Eigen::MatrixXd p = x.max(kNegligible).exp();   // Eigen's vectorised exp, as before (its select is not vectorised)
-  for (Eigen::Index i = 0; i < p.size(); ++i) p.data()[i] = x.data()[i] < kNegligible ? 0.0 : p.data()[i];
-  return (p.transpose() * pred).sum() / p.sum();
+// dMMSE's posterior mean from each pool task's residual sum of squares `rss` and prediction `pred` (M each): the
+// log-weights log pi_k - n log sigma_k - rss_m h_k, h_k = 1 / (2 sigma_k^2), shifted by their largest, which is at
+// the smallest rss for every k.
+double dmmse_posterior(Eigen::Ref<const Eigen::VectorXd> rss, Eigen::Ref<const Eigen::VectorXd> pred, double n,
+                       const std::vector<double>& sigma, const std::vector<double>& weight) {
+  const size_t K = sigma.size();
+  std::vector<double> c(K), h(K);
+  const double rmin = rss.minCoeff();
+  double top = -std::numeric_limits<double>::infinity();
+  for (size_t k = 0; k < K; ++k) {
+    c[k] = std::log(weight[k]) - n * std::log(sigma[k]);
+    h[k] = 0.5 / (sigma[k] * sigma[k]);
+    top = std::max(top, c[k] - rmin * h[k]);
+  }
+  double num = 0.0, den = 0.0;
+  Eigen::ArrayXd p(rss.size());
+  for (size_t k = 0; k < K; ++k) {
+    p = ((c[k] - top) - rss.array() * h[k]).max(kNegligible).exp();
+    num += (p * pred.array()).sum();
+    den += p.sum();
+  }
+  return num / den;
 }
 
 double predict_dmmse(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq,
                      const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight) {
-  // Each pool task's labels for the context, 256 pool tasks at a time (their block stays in cache), and their
-  // squared residuals summed a context column at a time (contiguous).
-  const Eigen::Index M = pool.cols(), block = 256;
-  Eigen::VectorXd rss(M);
-  Eigen::MatrixXd fit;
-  for (Eigen::Index m0 = 0; m0 < M; m0 += block) {
-    const Eigen::Index b = std::min(block, M - m0);
-    fit.noalias() = pool.middleCols(m0, b).transpose() * X;
-    auto r = rss.segment(m0, b).array();
-    r.setZero();
-    for (int j = 0; j < X.cols(); ++j) r += (fit.col(j).array() - y(j)).square();
-  }
+  const Eigen::VectorXd rss = ((pool.transpose() * X).rowwise() - y.transpose()).rowwise().squaredNorm();
   return dmmse_posterior(rss, pool.transpose() * xq, static_cast<double>(y.size()), sigma, weight);
 }
 
-double predict_dmmse_sums(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq,
-                          const Eigen::MatrixXd& pool, const std::vector<double>& sigma, const std::vector<double>& weight) {
-  const Eigen::VectorXd quad = (pool.array() * (XXt * pool).array()).colwise().sum().transpose();
-  const Eigen::VectorXd rss = ((yy - 2 * (pool.transpose() * Xy).array()) + quad.array()).cwiseMax(0.0);
-  return dmmse_posterior(rss, pool.transpose() * xq, n, sigma, weight);
+DmmseSums::DmmseSums(const Eigen::MatrixXd& pool, std::vector<double> sigma, std::vector<double> weight)
+    : pool_(pool), sigma_(std::move(sigma)), weight_(std::move(weight)) {
+  const Eigen::Index d = pool.rows(), M = pool.cols(), P = d * (d + 1) / 2;
+  phi_.resize(M, P + d);
+  Eigen::Index f = 0;
+  for (Eigen::Index i = 0; i < d; ++i)
+    for (Eigen::Index j = i; j < d; ++j) phi_.col(f++) = (pool.row(i).array() * pool.row(j).array()).transpose();
+  phi_.rightCols(d) = pool.transpose();
+  a_.resize(P + d, kBlock);
+  q_.resize(d, kBlock);
+}
+
+void DmmseSums::add(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq) {
+  const Eigen::Index d = pool_.rows(), t = static_cast<Eigen::Index>(yy_.size());
+  Eigen::Index f = 0;
+  for (Eigen::Index i = 0; i < d; ++i)
+    for (Eigen::Index j = i; j < d; ++j) a_(f++, t) = (i == j ? 1.0 : 2.0) * XXt(i, j);
+  a_.col(t).tail(d) = -2.0 * Xy;
+  q_.col(t) = xq;
+  yy_.push_back(yy);
+  n_.push_back(n);
+  if (static_cast<int>(yy_.size()) == kBlock) flush();
+}
+
+void DmmseSums::flush() {
+  const Eigen::Index b = static_cast<Eigen::Index>(yy_.size());
+  if (b == 0) return;
+  r_.noalias() = phi_ * a_.leftCols(b);
+  p_.noalias() = pool_.transpose() * q_.leftCols(b);
+  for (Eigen::Index t = 0; t < b; ++t) {
+    r_.col(t) = (r_.col(t).array() + yy_[t]).max(0.0);
+    out_.push_back(dmmse_posterior(r_.col(t), p_.col(t), n_[t], sigma_, weight_));
+  }
+  yy_.clear();
+  n_.clear();
+}
+
+std::vector<double> DmmseSums::take() {
+  flush();
+  std::vector<double> out;
+  out.swap(out_);
+  return out;
 }
 
 double minimise_log(const std::function<double(double)>& f, double lo, double hi, int grid) {

@@ -17,6 +17,7 @@
 #include "icl/sweep/memory.hpp"
 
 #include "icl/analysis/analysis.hpp"
+#include "icl/analysis/baselines.hpp"
 #include "icl/analysis/landscape.hpp"
 #include "icl/analysis/probes.hpp"
 #include "icl/model/gram.hpp"
@@ -123,10 +124,10 @@ PointMemory estimate_memory(const Point& p) {
     ood_point.n = 2 * p.n;
     const double ood = batch_bytes(kOodTasks, d, 2 * n, s) + (p.arch == Arch::transformer ? transformer_bytes(ood_point, s)
                                                                                          : model_bytes(L, H, d, 2 * n, softmax, s));
-    // With a pool: its second copy, the dMMSE scratch of one task (M x n residuals, M x noise levels), a second
-    // evaluation set of pool tasks with its spectra.
+    // With a pool: its second copy, dMMSE's scratch (DmmseSums: the pool's features, a block's residuals and
+    // predictions, one task's weights), a second evaluation set of pool tasks with its spectra.
     const double M = static_cast<double>(p.task_pool);
-    const double pool = M > 0 ? 8 * M * (d + n + 2 * std::max<double>(p.noise_sigma.size(), 64) + 2) +
+    const double pool = M > 0 ? 8 * M * (d + (d * (d + 1) / 2 + d) + 2 * DmmseSums::kBlock + 1) +
                                     batch_bytes(E, d, n, s) + spectra_bytes(E, d, bases) + E * 8
                               : 0;
     // context_curve: its set of the longest length, each task's token Gram, one length's spectra; for a model
