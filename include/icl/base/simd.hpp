@@ -72,6 +72,7 @@ template <class R>
 struct LanePart {
   R* first;
   R& operator[](long x) const { return first[x * kLaneParts]; }
+  LanePart operator+(long x) const { return {first + x * kLaneParts}; }   // from element x on
 };
 
 // part(x, h): lanes as their part h; scalars (weights shared by the lanes) as they are.

@@ -86,27 +86,34 @@ inline void tile(const Parts<TA, TB, L>& v, int i0, int k0, int m0, int m1, Prod
   const auto& p = v.p;
   R acc[RI][RK];
 #pragma GCC unroll 8
-  for (int r = 0; r < RI; ++r)
+  for (int r = 0; r < RI; ++r) {
+    const int at = (i0 + r) * p.o_row + k0;
+    const auto out = v.out + at;
+    const auto X = v.X + at;
 #pragma GCC unroll 8
-    for (int c = 0; c < RK; ++c) {
-      const int at = (i0 + r) * p.o_row + k0 + c;
-      acc[r][c] = init == ProductInit::zero ? R{} : init == ProductInit::out ? v.out[at] : v.X[at];
-    }
+    for (int c = 0; c < RK; ++c) acc[r][c] = init == ProductInit::zero ? R{} : init == ProductInit::out ? out[c] : X[c];
+  }
+  const auto A = v.A + i0 * p.a_row;
+  const auto B = v.B + k0 * p.b_col;
   for (int m = m0; m < m1; ++m) {
+    const auto Am = A + m * p.a_col;
+    const auto Bm = B + m * p.b_row;
     RA a[RI];
 #pragma GCC unroll 8
-    for (int r = 0; r < RI; ++r) a[r] = v.A[(i0 + r) * p.a_row + m * p.a_col];
+    for (int r = 0; r < RI; ++r) a[r] = Am[r * p.a_row];
 #pragma GCC unroll 8
     for (int c = 0; c < RK; ++c) {
-      const RB b = v.B[m * p.b_row + (k0 + c) * p.b_col];
+      const RB b = Bm[c * p.b_col];
 #pragma GCC unroll 8
       for (int r = 0; r < RI; ++r) acc[r][c] += a[r] * b;
     }
   }
 #pragma GCC unroll 8
-  for (int r = 0; r < RI; ++r)
+  for (int r = 0; r < RI; ++r) {
+    const auto to = v.out + ((i0 + r) * p.o_row + k0);
 #pragma GCC unroll 8
-    for (int c = 0; c < RK; ++c) v.out[(i0 + r) * p.o_row + k0 + c] = acc[r][c];
+    for (int c = 0; c < RK; ++c) to[c] = acc[r][c];
+  }
 }
 
 // A tile of ri <= RI rows and rk <= RK columns (the edges), each size its own unrolled instance.
