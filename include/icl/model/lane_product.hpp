@@ -93,17 +93,13 @@ inline void tile(const Parts<TA, TB, L>& v, int i0, int k0, int m0, int m1, Prod
 #pragma GCC unroll 8
     for (int c = 0; c < RK; ++c) acc[r][c] = init == ProductInit::zero ? R{} : init == ProductInit::out ? out[c] : X[c];
   }
-  const auto A = v.A + i0 * p.a_row;
-  const auto B = v.B + k0 * p.b_col;
   for (int m = m0; m < m1; ++m) {
-    const auto Am = A + m * p.a_col;
-    const auto Bm = B + m * p.b_row;
     RA a[RI];
 #pragma GCC unroll 8
-    for (int r = 0; r < RI; ++r) a[r] = Am[r * p.a_row];
+    for (int r = 0; r < RI; ++r) a[r] = v.A[(i0 + r) * p.a_row + m * p.a_col];
 #pragma GCC unroll 8
     for (int c = 0; c < RK; ++c) {
-      const RB b = Bm[c * p.b_col];
+      const RB b = v.B[m * p.b_row + (k0 + c) * p.b_col];
 #pragma GCC unroll 8
       for (int r = 0; r < RI; ++r) acc[r][c] += a[r] * b;
     }
