@@ -17,11 +17,24 @@ for c in 1 2 3 4; do
   an_run[$c]=$(sed -n 's/.*analysis_share_run=\([0-9.]*\).*/\1/p' <<<"$line")
   an_paper[$c]=$(sed -n 's/.*analysis_share_paper_budget=\([0-9.]*\).*/\1/p' <<<"$line")
 done
-tline1=$(taskset -c 0 /usr/bin/python3 bench/torch_peer.py --d 5 --n 20 --layers 3 --batch 1000 --seconds 15 2>/dev/null)
-tline2=$(taskset -c 0 /usr/bin/python3 bench/torch_peer.py --d 10 --n 20 --layers 7 --batch 2048 --lr 1e-4 --seconds 20 2>/dev/null)
+# A peer's result line; its error output only if it fails, and then the benchmark stops saying so.
+peer() {
+  local err out
+  err=$(mktemp)
+  if ! out=$(taskset -c 0 /usr/bin/python3 "$@" 2> "$err"); then
+    echo "run_bench: the PyTorch peer failed: $*" >&2
+    cat "$err" >&2
+    rm -f "$err"
+    return 1
+  fi
+  rm -f "$err"
+  echo "$out"
+}
+tline1=$(peer bench/torch_peer.py --d 5 --n 20 --layers 3 --batch 1000 --seconds 15)
+tline2=$(peer bench/torch_peer.py --d 10 --n 20 --layers 7 --batch 2048 --lr 1e-4 --seconds 20)
 echo "$tline1" >&2; echo "$tline2" >&2
-tline3=$(taskset -c 0 /usr/bin/python3 bench/torch_transformer_peer.py --config fig5 --seconds 15 2>/dev/null)
-tline4=$(taskset -c 0 /usr/bin/python3 bench/torch_transformer_peer.py --config fig8 --seconds 20 2>/dev/null)
+tline3=$(peer bench/torch_transformer_peer.py --config fig5 --seconds 15)
+tline4=$(peer bench/torch_transformer_peer.py --config fig8 --seconds 20)
 echo "$tline3" >&2; echo "$tline4" >&2
 torch[1]=$(awk '{print $2}' <<<"$tline1")
 torch[2]=$(awk '{print $2}' <<<"$tline2")

@@ -38,7 +38,8 @@ from torch_transformer import Params, Shape, forward, make_tokens, torch  # noqa
 # The option settings of bench_train's configs, as trajectory_dump prints them (Shape reads these).
 BASE = {"d": "10", "n": "10", "embed": "none", "embed_size": "0", "pe": "none", "pe_size": "0", "key_size": "0",
         "tie": "false", "attention_first": "same", "mlp": "false", "widening": "4", "layer_norm": "false",
-        "bias": "false", "act_clip": "0", "heads": "1"}
+        "bias": "false", "act_clip": "0", "heads": "1", "layer_norm_first": "false", "embed_bias": "true",
+        "causal": "false", "prefix_loss": "false", "readout": "channel"}
 CONFIGS = {
     "fig5": dict(BASE, tokens="classic", layers="2", attention="linear", attention_first="softmax", pe="concat",
                  pe_size="10", lr="1e-3", init_scale="0.02"),
@@ -82,7 +83,7 @@ def main():
     def step():
         h, yq = sample()
         opt.zero_grad(set_to_none=True)
-        loss = ((forward(shape, p, h) - yq) ** 2).mean()
+        loss = ((forward(shape, p, h)[:, -1] - yq) ** 2).mean()   # the prediction at the query token
         loss.backward()
         torch.nn.utils.clip_grad_norm_(p.tensors, 10.0)
         opt.step()

@@ -234,10 +234,15 @@ TEST(Dmmse, FromTheContextsSumsMatchesTheResiduals) {
       }
     }
     Task task = gaussian_task(d, 5, std::vector<double>(d, 1.0), noise, rng);
+    const double want_again = predict_dmmse(task.X, task.y, task.xq, pool, sigma, weight);
+    sums.add(task.X * task.X.transpose(), task.X * task.y, task.y.squaredNorm(), 5, task.xq);
+    task.X(1, 2) = std::numeric_limits<double>::quiet_NaN();   // a context that is not finite: NaN, never a guess
     sums.add(task.X * task.X.transpose(), task.X * task.y, task.y.squaredNorm(), 5, task.xq);
     const std::vector<double> again = sums.take();
-    ASSERT_EQ(again.size(), 1u);
-    EXPECT_NEAR(again[0], predict_dmmse(task.X, task.y, task.xq, pool, sigma, weight), 1e-9 * std::fabs(again[0]));
+    ASSERT_EQ(again.size(), 2u);
+    EXPECT_NEAR(again[0], want_again, 1e-9 * std::fabs(want_again));
+    EXPECT_TRUE(std::isnan(again[1]));
+    EXPECT_TRUE(std::isnan(predict_dmmse(task.X, task.y, task.xq, pool, sigma, weight)));
   }
 }
 

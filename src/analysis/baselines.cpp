@@ -178,6 +178,7 @@ constexpr double kNegligible = -600.0;
 // the smallest rss for every k.
 double dmmse_posterior(Eigen::Ref<const Eigen::VectorXd> rss, Eigen::Ref<const Eigen::VectorXd> pred, double n,
                        const std::vector<double>& sigma, const std::vector<double>& weight) {
+  if (rss.hasNaN() || pred.hasNaN()) return std::numeric_limits<double>::quiet_NaN();   // a context not finite
   const size_t K = sigma.size();
   std::vector<double> c(K), h(K);
   const double rmin = rss.minCoeff();
