@@ -2,7 +2,7 @@
 # The numerics built for an instruction set a cluster has besides this machine's, and their unit tests run in
 # that build (issue 32).  TARGET is one of
 #   x86-64-v2  SSE4.2 without FMA: 16 registers of 16 bytes, tile 3 x 3, row block 14
-#   haswell    AVX2 with FMA:      16 of 32 bytes, tile 3 x 4, row block 14
+#   haswell    AVX2 with FMA:      16 of 32 bytes, tile 4 x 3, row block 14
 #   aarch64    NEON with FMA:      32 of 16 bytes, tile 5 x 5, row block 30; cross-built with Debian's
 #              g++-aarch64-linux-gnu (cmake/aarch64-linux-gnu.cmake) and run by qemu-aarch64 (qemu-user)
 # (base/simd.hpp, model/lane_product.hpp, model/lane_kernels.hpp).  Each build holds the numerics rooms alone

@@ -2,7 +2,7 @@
 // reference, bitwise: every operand kind (lanes x lanes, weights x lanes, lanes x weights), both
 // orientations of each operand, the three inits, the symmetric (upper) mode, and sizes that leave edge
 // tiles and cross the m-blocks; each for every register tile an instruction set picks (lane_product.hpp:
-// 5 x 5, 3 x 4, 3 x 3) and others, forced in this one build.  Then the fixed-size kernels of lane_kernels.hpp at
+// 5 x 5, 4 x 3, 3 x 3) and others, forced in this one build.  Then the fixed-size kernels of lane_kernels.hpp at
 // every row block (30, 14 and others) against the generic path, bitwise.  Both run per register-wide part
 // of the lanes as this build's instruction set has them (base/simd.hpp); the model-level checks in
 // test_model.cpp compare with the naive model_ref.  The model-level check (the whole layer at D > 16 against model_ref,
@@ -93,11 +93,12 @@ inline constexpr bool kOtherShapes = true;
 
 template <class T>
 void check_tiles() {
-  static_assert(kTile.RI * kTile.RK + kTile.RI + 1 <= kVectorRegisters.count, "this build's tile fits its registers");
+  static_assert(kTile.RI * kTile.RK + kTile.RI <= kVectorRegisters.count, "this build's accumulators and A's values fit its registers");
   check_all<T, kTile.RI, kTile.RK>();
   if constexpr (kOtherShapes) {
     check_all<T, 5, 5>();   // 32 registers: AVX-512, NEON
-    check_all<T, 3, 4>();   // 16 with FMA: AVX2
+    check_all<T, 4, 3>();   // 16 with FMA: AVX2
+    check_all<T, 3, 4>();
     check_all<T, 3, 3>();   // 16 without: SSE, AVX
     check_all<T, 1, 1>();
     check_all<T, 4, 7>();

@@ -50,14 +50,15 @@ void lane_product_ref(const LaneProduct<TA, TB, L>& p) {
 // The register tile of this build's instruction set (base/simd.hpp): RI x RK accumulators, RI values of A
 // and one of B, each a register of one part of the lanes.  Measured (bench/bench_tiles, docs/performance.md):
 // 32 registers (AVX-512, NEON): 5 x 5, the best of 4x4 .. 7x4 and m-blocks 32 .. 128 on AVX-512
-// (bench/run_bench_d.sh, D = 13 .. 129); 16 with FMA (AVX2): 3 x 4, every register, the best of 12 shapes
-// 2x2 .. 6x4 at D = 21, 33, 65; 16 without FMA (SSE, AVX): 3 x 3 (a product needs a register of its own),
-// the best of the same shapes on SSE4.2.
+// (bench/run_bench_d.sh, D = 13 .. 129); 16 with FMA (AVX2): 4 x 3, 12 accumulators and A's 4 values (B's
+// comes from memory in the multiply-add), 4-8% faster than 3 x 4 in whole training steps at D = 21 .. 129 and
+// [VO23] Fig. 5 (2026-11-27), where bench_tiles had preferred 3 x 4; 16 without FMA (SSE, AVX): 3 x 3 (a
+// product needs a register of its own), the best of 12 shapes 2x2 .. 6x4 on SSE4.2.
 struct TileShape {
   int RI, RK;
 };
 constexpr TileShape tile_for(const VectorRegisters& r) {
-  return r.count >= 32 ? TileShape{5, 5} : r.fma ? TileShape{3, 4} : TileShape{3, 3};
+  return r.count >= 32 ? TileShape{5, 5} : r.fma ? TileShape{4, 3} : TileShape{3, 3};
 }
 inline constexpr TileShape kTile = tile_for(kVectorRegisters);
 
