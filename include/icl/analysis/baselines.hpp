@@ -117,7 +117,8 @@ double dmmse_posterior(Eigen::Ref<const Eigen::VectorXd> rss, Eigen::Ref<const E
 class DmmseSums {
  public:
   static constexpr int kBlock = 32;
-  DmmseSums(const Eigen::MatrixXd& pool, std::vector<double> sigma, std::vector<double> weight);
+  DmmseSums(const Eigen::MatrixXd& pool, std::vector<double> sigma, std::vector<double> weight);   // keeps &pool
+  DmmseSums(Eigen::MatrixXd&&, std::vector<double>, std::vector<double>) = delete;
   void add(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq);
   std::vector<double> take();   // every task added since the last take, its prediction, in the order added
 
