@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "icl/base/check.hpp"
 #include "icl/base/simd.hpp"
@@ -181,14 +182,21 @@ void box_muller_lanes(const uint64_t* keys, int q, Lane<T>* zc, Lane<T>* zs) {
   std::memcpy(static_cast<void*>(zs), s.data(), sizeof(Lane<T>));
 }
 
+// f(q) for the pairs q = 0..mp-1 outside [q0, q1) (q0 <= q1).
+template <class F>
+void used_pairs(int mp, int q0, int q1, F f) {
+  for (int q = 0; q < q0; ++q) f(q);
+  for (int q = q1; q < mp; ++q) f(q);
+}
+
 // Sampler v2's normals of a chunk (data/normals.hpp), in place: first every pair's two 24-bit integers into
 // G[q] and G[mp + q] (their bits), then the kernel over them, a register part at a time.  The pairs are
 // independent, so the kernel's long dependency chains of successive pairs overlap in the core.
-static void normals_v2_lanes(const uint64_t* keys, int mp, Lane<float>* G) {
+static void normals_v2_lanes(const uint64_t* keys, int mp, int q0, int q1, Lane<float>* G) {
   constexpr int V = kLanes<float>;
   using F = Register<float>;
   using I = Register<int32_t>;
-  for (int q = 0; q < mp; ++q) {
+  used_pairs(mp, q0, q1, [&](int q) {
     alignas(64) int32_t b1[V], b2[V];
     for (int v = 0; v < V; ++v) {
       const uint64_t b = rng_bits(keys[v], static_cast<uint64_t>(q));
@@ -197,20 +205,23 @@ static void normals_v2_lanes(const uint64_t* keys, int mp, Lane<float>* G) {
     }
     std::memcpy(static_cast<void*>(G + q), b1, sizeof b1);
     std::memcpy(static_cast<void*>(G + mp + q), b2, sizeof b2);
-  }
-  for (int q = 0; q < mp; ++q)
+  });
+  used_pairs(mp, q0, q1, [&](int q) {
     for (int h = 0; h < kLaneParts; ++h) {
       F& zc = part(G + q, h)[0];
       F& zs = part(G + mp + q, h)[0];
       normals_v2::box_muller<F, I>(normals_v2::bits_as<I>(zc), normals_v2::bits_as<I>(zs), &zc, &zs);
     }
+  });
 }
 
 template <class T>
-void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G) {
+void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G, int unused_begin, int unused_end) {
+  const int q0 = std::clamp(unused_begin, 0, mp), q1 = std::max(q0, std::min(unused_end, mp));
+  for (int q = q0; q < q1; ++q) G[q] = G[mp + q] = Lane<T>{} + std::numeric_limits<T>::quiet_NaN();
   if constexpr (sizeof(T) == 4)
-    if (sampler == Sampler::v2) return normals_v2_lanes(keys, mp, G);
-  for (int q = 0; q < mp; ++q) box_muller_lanes<T>(keys, q, G + q, G + mp + q);
+    if (sampler == Sampler::v2) return normals_v2_lanes(keys, mp, q0, q1, G);
+  used_pairs(mp, q0, q1, [&](int q) { box_muller_lanes<T>(keys, q, G + q, G + mp + q); });
 }
 
 // sample_tasks in stages, one chunk of V tasks at a time (the contract in data.hpp, step by step).
@@ -346,6 +357,9 @@ void x_other(const TaskLaw&, const Chunk<T>& k, Lane<T>* Z) {
   }
 }
 
+// Whether the law's input sampler reads the normals g_x (every one but the uniform inputs').
+bool x_reads_normals(const TaskLaw& law) { return law.other_inputs || law.x_dist != XDist::uniform; }
+
 template <class T>
 XSampler<T> x_sampler(const TaskLaw& law) {
   if (law.other_inputs) return x_other<T>;
@@ -431,10 +445,12 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
   k.w = k.G + 2 * mp;
   k.sig = k.w + d;
   const XSampler<T> draw_x = x_sampler<T>(law);
+  // The pairs whose both normals are g_x's (q >= d and mp + q < d + N d), when nothing reads them.
+  const int unused_end = x_reads_normals(law) ? 0 : d + N * d - mp;
   for (int c = 0; c < batch.chunks; ++c) {
     k.live = std::min(V, batch.B - c * V);
     chunk_keys(law, seed, stream, block, c, k);
-    chunk_normals<T>(law.sampler, k.keys, mp, k.G);
+    chunk_normals<T>(law.sampler, k.keys, mp, k.G, d, unused_end);
     draw_w(law, k);
     Lane<T>* Z = batch.Z.data() + static_cast<size_t>(c) * (d + 1) * N;
     draw_x(law, k, Z);
@@ -462,8 +478,8 @@ template struct TaskBatch<float>;
 template struct TaskBatch<double>;
 template void sample_tasks<float>(const TaskLaw&, uint64_t, Stream, uint64_t, TaskBatch<float>&);
 template void sample_tasks<double>(const TaskLaw&, uint64_t, Stream, uint64_t, TaskBatch<double>&);
-template void chunk_normals<float>(Sampler, const uint64_t*, int, Lane<float>*);
-template void chunk_normals<double>(Sampler, const uint64_t*, int, Lane<double>*);
+template void chunk_normals<float>(Sampler, const uint64_t*, int, Lane<float>*, int, int);
+template void chunk_normals<double>(Sampler, const uint64_t*, int, Lane<double>*, int, int);
 template void batch_task<float>(const TaskBatch<float>&, int, Eigen::MatrixXd*, Eigen::VectorXd*);
 template void batch_task<double>(const TaskBatch<double>&, int, Eigen::MatrixXd*, Eigen::VectorXd*);
 

@@ -105,7 +105,8 @@ struct TaskBatch {
 //       gaussian  g_ji, or sum_k T(Sigma_half(i,k)) g_jk when Sigma_half is set, or with a task spectrum l
 //                 sum_k T(A(i,k)) g_jk, A = haar_rotation(d, rng_key(k, kTaskRotation)) diag(sqrt l) in double
 //                 (a d x d QR per task, whose Eigen temporaries allocate: the one draw that does)
-//       uniform   T(a (2 rng_uniform(k, 2mp + 1 + j d + i) - 1)),  a = x_param
+//       uniform   T(a (2 rng_uniform(k, 2mp + 1 + j d + i) - 1)),  a = x_param (the g_ji are not read:
+//                 the pairs whose two normals are both g's, q = d .. d + N d - mp - 1, are not computed)
 //       sphere    g_ji * (T(1) / std::sqrt(sum_i g_ji^2))
 //       gamma     as sphere with the radius times T(sqrt(G_j)), G_j ~ Gamma(shape a, scale sqrt(10/a)) in
 //                 double (libm) by Marsaglia-Tsang from kj = rng_key(k, kGammaRadius, j): normals
@@ -137,9 +138,11 @@ T sine_label(double u, T x) {
 }
 
 // Contract step 1 for a chunk of kLanes<T> tasks with these keys: pair q's normals to G[q] (cosine) and
-// G[mp + q] (sine), by `sampler` (v2 for float only; double draws as v1).
+// G[mp + q] (sine), by `sampler` (v2 for float only; double draws as v1).  The pairs in [unused_begin,
+// unused_end), which nothing of the law reads, are not computed: their lanes are set to NaN.  A pair's
+// normals depend only on its key and q, so the others keep their bits.
 template <class T>
-void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G);
+void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G, int unused_begin = 0, int unused_end = 0);
 
 template <class T>
 void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, TaskBatch<T>& batch);
