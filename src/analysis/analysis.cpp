@@ -154,15 +154,16 @@ TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* p
   if (pool) dmmse.emplace(dmmse_prior(*pool));
   TaskSetBuilder s(bases);
   const int n = batch.n;
-  Eigen::MatrixXd X;
-  Eigen::VectorXd y;
+  Eigen::MatrixXd X, Xc, XXt;   // sized by the first task, reused by the others
+  Eigen::VectorXd y, yc, xq, Xy;
   for (int t = 0; t < batch.B; ++t) {
     check_stop(stop);   // per task: its reductions to tridiagonal form and, with a pool, dMMSE against all M pool tasks
     batch_task(batch, t, &X, &y);
-    const Eigen::MatrixXd Xc = X.leftCols(n);
-    const Eigen::VectorXd yc = y.head(n), xq = X.col(n);
-    const Eigen::MatrixXd XXt = Xc * Xc.transpose();
-    const Eigen::VectorXd Xy = Xc * yc;
+    Xc = X.leftCols(n);
+    yc = y.head(n);
+    xq = X.col(n);
+    XXt.noalias() = Xc * Xc.transpose();
+    Xy.noalias() = Xc * yc;
     s.add(XXt, Xy, yc.squaredNorm(), n, xq, y(n), batch.sigma[t]);
     if (dmmse) dmmse->add(XXt, Xy, yc.squaredNorm(), n, xq);
   }

@@ -221,7 +221,7 @@ void TaskSpectra::add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const 
   add_sums(X * X.transpose(), X * y, y.squaredNorm(), static_cast<int>(y.size()), xq);
 }
 
-void TaskSpectra::add_sums(Eigen::MatrixXd G, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq) {
+void TaskSpectra::add_sums(const Eigen::MatrixXd& G, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq) {
   const int d = static_cast<int>(G.rows());
   if (d_ < 0) {
     d_ = d;

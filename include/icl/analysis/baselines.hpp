@@ -36,7 +36,7 @@ class TaskSpectra {
  public:
   void add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);
   // The same from the context's sums: X X^T, X y, |y|^2 and n (a context grown a token at a time keeps them).
-  void add_sums(Eigen::MatrixXd XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq);
+  void add_sums(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq);
   std::vector<TaskSpectrum> take();
 
  private:
