@@ -15,6 +15,7 @@
 // The frozen reference, the eigendecomposition itself, is task_spectrum_ref in tests/test_baselines.cpp.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -59,19 +60,44 @@ void deflate(Lanes& t) {
   }
 }
 
-// Lane j's last unreduced block lo..hi (hi = 0: diagonal) and the start (x, z) of its next step: the first
-// column of T - mu I, mu Wilkinson's shift from the block's trailing 2 x 2.
-void next_block(Lanes& t, int j, long& lo, long& hi, double& x, double& z) {
-  while (hi > 0 && t.at(t.e, hi - 1, j) == 0) --hi;
-  lo = hi;
-  if (hi <= 0) return;
-  lo = hi - 1;
-  while (lo > 0 && t.at(t.e, lo - 1, j) != 0) --lo;
-  const double delta = (t.at(t.a, hi - 1, j) - t.at(t.a, hi, j)) / 2, f = t.at(t.e, hi - 1, j);
-  const double mu = delta == 0 ? t.at(t.a, hi, j) - std::fabs(f)
-                               : t.at(t.a, hi, j) - f * (f / (delta + std::copysign(std::sqrt(delta * delta + f * f), delta)));
-  x = t.at(t.a, lo, j) - mu;
-  z = t.at(t.e, lo, j);
+// Every lane's last unreduced block lo..hi (hi = 0: diagonal) and the start (x, z) of its next step: the
+// first column of T - mu I, mu Wilkinson's shift from the block's trailing 2 x 2; a diagonal lane keeps its
+// (x, z).  Branch-free over the lanes, a register at a time (the searches' lengths differ from lane to lane and
+// step to step, so per-lane loops mispredicted): hi = the largest i <= hi with e_{i-1} != 0 (else 0), lo = the
+// largest i < hi with e_{i-1} = 0 (else 0).  Each sum is the fused form GCC had chosen for the per-lane code
+// before it (f^2 rounded, then delta^2 + f^2 fused; a_hi - f q fused), so the spectra kept their bits.
+void next_blocks(const Lanes& t, long* lo, long* hi, double* x, double* z) {
+  for (int h = 0; h < kQrLanes; h += kWidth) {
+    const Mask top = load<Mask>(hi + h);
+    Mask b = {}, a = {};
+    for (int i = 1; i < t.d; ++i) {
+      const Mask li = Mask{} + i;
+      b = (load<Vd>(&t.e[(i - 1) * kQrLanes + h]) != 0) & (li <= top) ? li : b;
+    }
+    for (int i = 1; i < t.d; ++i) {
+      const Mask li = Mask{} + i;
+      a = (load<Vd>(&t.e[(i - 1) * kQrLanes + h]) == 0) & (li < b) ? li : a;
+    }
+    Vd am = {}, ah = {}, f = {}, alo = {}, elo = {};
+    for (int i = 0; i < t.d; ++i) {
+      const Mask li = Mask{} + i;
+      const Vd ai = load<Vd>(&t.a[i * kQrLanes + h]), ei = load<Vd>(&t.e[i * kQrLanes + h]);
+      am = li + 1 == b ? ai : am;
+      f = li + 1 == b ? ei : f;
+      ah = li == b ? ai : ah;
+      alo = li == a ? ai : alo;
+      elo = li == a ? ei : elo;
+    }
+    const Vd delta = (am - ah) * 0.5;
+    Vd r = madd(delta, delta, f * f);
+    for (int i = 0; i < kWidth; ++i) r[i] = std::copysign(std::sqrt(r[i]), delta[i]);
+    const Vd mu = delta == 0 ? ah - vabs(f) : madd(-f, f / (delta + r), ah);
+    const Mask live = b > 0;
+    store(x + h, live ? alo - mu : load<Vd>(x + h));
+    store(z + h, live ? elo : load<Vd>(z + h));
+    std::memcpy(lo + h, &a, sizeof a);
+    std::memcpy(hi + h, &b, sizeof b);
+  }
 }
 
 // One rotation in the plane (k, k+1) of every lane whose step is there: T <- R T R^T, R = [c s; -s c] mapping
@@ -126,22 +152,20 @@ void rotate(Lanes& t, int k, const long* lo, const long* hi, double* x, double* 
 
 // QR steps until every lane is diagonal, at most 30 d steps per lane (Eigen's bound; beyond: NaN).
 void diagonalise(Lanes& t) {
-  long lo[kQrLanes], hi[kQrLanes];
-  double x[kQrLanes] = {}, z[kQrLanes] = {};
+  alignas(64) long lo[kQrLanes], hi[kQrLanes];
+  alignas(64) double x[kQrLanes] = {}, z[kQrLanes] = {};
   std::fill_n(hi, kQrLanes, t.d - 1);
   for (int steps = 0;; ++steps) {
     deflate(t);
+    next_blocks(t, lo, hi, x, z);
     long first = t.d, last = 0;
     for (int j = 0; j < kQrLanes; ++j) {
-      next_block(t, j, lo[j], hi[j], x[j], z[j]);
       if (hi[j] > 0 && steps >= 30 * t.d) {
         for (int i = 0; i < t.d; ++i) t.at(t.a, i, j) = std::numeric_limits<double>::quiet_NaN();
         lo[j] = hi[j] = 0;
       }
-      if (hi[j] > 0) {
-        first = std::min(first, lo[j]);
-        last = std::max(last, hi[j]);
-      }
+      first = std::min(first, hi[j] > 0 ? lo[j] : t.d);
+      last = std::max(last, hi[j]);
     }
     if (last == 0) return;
     for (long k = first; k < last; ++k) rotate(t, static_cast<int>(k), lo, hi, x, z);
