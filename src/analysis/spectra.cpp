@@ -126,8 +126,9 @@ void rotate(Lanes& t, int k, const long* lo, const long* hi, double* x, double* 
     Vd rv = madd(xv, xv, zv * zv);
     for (int i = 0; i < kWidth; ++i) rv[i] = std::sqrt(rv[i]);
     const Mask tiny = o & ~(rv * rv >= kTiny);   // T is scaled to 1: hypot's care only where the square underflows
-    for (int i = 0; i < kWidth; ++i)
-      if (tiny[i]) rv[i] = std::hypot(xv[i], zv[i]);
+    if (lanes::any(tiny))
+      for (int i = 0; i < kWidth; ++i)
+        if (tiny[i]) rv[i] = std::hypot(xv[i], zv[i]);
     const Vd c = o ? xv / rv : one, s = o ? zv / rv : zero;
     const Vd ak = load<Vd>(a0 + h), ak1 = load<Vd>(a1 + h), ek = load<Vd>(e0 + h);
     const Vd pk = load<Vd>(p0 + h), pk1 = load<Vd>(p1 + h), qk = load<Vd>(q0 + h), qk1 = load<Vd>(q1 + h);

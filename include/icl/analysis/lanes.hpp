@@ -35,6 +35,13 @@ inline Vd madd(Vd a, Vd b, Vd c) {
   return r;
 }
 
+// Whether any element of a comparison's result is set.
+inline bool any(Mask m) {
+  long r = 0;
+  for (int i = 0; i < kWidth; ++i) r |= m[i];
+  return r != 0;
+}
+
 inline Vd vabs(Vd x) {
   for (int i = 0; i < kWidth; ++i) x[i] = std::fabs(x[i]);
   return x;
