@@ -274,19 +274,25 @@ void draw_w(const TaskLaw& law, Chunk<T>& k) {
 template <class T>
 using XSampler = void (*)(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z);
 
-// Gaussian, x = Sigma_half g (or g itself).
+// Gaussian, x = Sigma_half g (or g itself), a register part at a time (a 64-byte lane held as a value lives
+// in memory on narrower targets: simd.hpp).
 template <class T>
 void x_gaussian(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
   const int d = k.d, N = k.N;
-  const Lane<T>* g = k.g();
-  const bool rotate_x = law.Sigma_half.size() > 0;
-  for (int j = 0; j < N; ++j)
-    for (int i = 0; i < d; ++i) {
-      Lane<T> acc = rotate_x ? Lane<T>{} : g[j * d + i];
-      if (rotate_x)
+  for (int h = 0; h < kLaneParts; ++h) {
+    const auto g = part(k.g(), h);
+    const auto x = part(Z, h);
+    for (int j = 0; j < N; ++j)
+      for (int i = 0; i < d; ++i) {
+        if (law.Sigma_half.size() == 0) {
+          x[i * N + j] = g[j * d + i];
+          continue;
+        }
+        Register<T> acc{};
         for (int m = 0; m < d; ++m) acc += static_cast<T>(law.Sigma_half(i, m)) * g[j * d + m];
-      Z[i * N + j] = acc;
-    }
+        x[i * N + j] = acc;
+      }
+  }
 }
 
 // Gaussian with a covariance of its own per task: x = U_t diag(sqrt l) g, U_t from the task's key.
