@@ -119,21 +119,24 @@ std::vector<TaskSpectrum> prefix_spectra(const TaskBatch<double>& eval) {
   return spectra.take();
 }
 
-using Method = std::function<double(const TaskSpectrum&, int)>;   // (prefix, column) -> prediction
+// A prefix's predictions for every column: row[c], c = 0..columns-1.
+using Method = std::function<void(const TaskSpectrum&, double* row)>;
 
 // L x columns row-major: per layer l and column c, the mean over the tasks t of the cosine of the probe's
-// errors e[l][t] with the method's, method(prefix j, c) - y[t](j) (j = 0, no example: the prediction 0).
+// errors e[l][t] with the method's, row_c(prefix j) - y[t](j) (j = 0, no example: the prediction 0).  A task's
+// rows are computed once for all columns; each cosine sum still adds the tasks in order.
 std::vector<double> similarity(const std::vector<std::vector<Eigen::VectorXd>>& e,
                                const std::vector<TaskSpectrum>& prefixes, const std::vector<Eigen::VectorXd>& y,
                                int columns, const Method& method, const std::atomic<bool>* stop) {
   const int Ls = static_cast<int>(e.size()), B = static_cast<int>(y.size()), n = static_cast<int>(y[0].size()) - 1;
-  std::vector<double> cos(static_cast<size_t>(Ls) * columns, 0.0);
+  std::vector<double> cos(static_cast<size_t>(Ls) * columns, 0.0), rows(static_cast<size_t>(n) * columns);
   Eigen::VectorXd r(n + 1);
-  for (int c = 0; c < columns; ++c) {
+  for (int t = 0; t < B; ++t) {
     check_stop(stop);
-    for (int t = 0; t < B; ++t) {
+    for (int j = 1; j <= n; ++j) method(prefixes[static_cast<size_t>(t) * n + j - 1], &rows[static_cast<size_t>(j - 1) * columns]);
+    for (int c = 0; c < columns; ++c) {
       r(0) = -y[t](0);
-      for (int j = 1; j <= n; ++j) r(j) = method(prefixes[static_cast<size_t>(t) * n + j - 1], c) - y[t](j);
+      for (int j = 1; j <= n; ++j) r(j) = rows[static_cast<size_t>(j - 1) * columns + c] - y[t](j);
       for (int l = 0; l < Ls; ++l)
         cos[static_cast<size_t>(l) * columns + c] += e[l][t].dot(r) / std::max(e[l][t].norm() * r.norm(), 1e-300) / B;
     }
@@ -176,13 +179,16 @@ void probe_similarity(const Point& p, const std::vector<double>& theta, Analysis
   const std::vector<TaskSpectrum> prefixes = prefix_spectra(eval);
   std::vector<Eigen::VectorXd> y;
   for (int t = 0; t < B; ++t) y.push_back(prefix_labels(eval, t));
-  const std::vector<double> newton =
-      similarity(e, prefixes, y, K_max + 1, [](const TaskSpectrum& t, int k) { return predict_newton(t, k); }, stop);
+  const std::vector<double> newton = similarity(
+      e, prefixes, y, K_max + 1, [&](const TaskSpectrum& t, double* row) { predict_newton_steps(t, K_max, row); }, stop);
   const std::vector<double> gd = similarity(
-      e, prefixes, y, kProbeGdSteps, [](const TaskSpectrum& t, int c) { return predict_gd(t, kProbeGdRate, 1 << c); },
+      e, prefixes, y, kProbeGdSteps,
+      [](const TaskSpectrum& t, double* row) {
+        for (int c = 0; c < kProbeGdSteps; ++c) row[c] = predict_gd(t, kProbeGdRate, 1 << c);
+      },
       stop);
   const std::vector<double> ols =
-      similarity(e, prefixes, y, 1, [](const TaskSpectrum& t, int) { return predict_ols(t); }, stop);
+      similarity(e, prefixes, y, 1, [](const TaskSpectrum& t, double* row) { row[0] = predict_ols(t); }, stop);
   S[Metric::probe_newton_similarity] = newton;
   S[Metric::probe_gd_similarity] = gd;
   S[Metric::probe_ols_similarity] = ols;
