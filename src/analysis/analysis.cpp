@@ -17,6 +17,7 @@
 #include "icl/analysis/metrics.hpp"
 #include "icl/analysis/probes.hpp"
 #include "icl/base/cancel.hpp"
+#include "icl/base/check.hpp"
 #include "icl/model/gram.hpp"
 #include "icl/model/model.hpp"
 #include "icl/model/params.hpp"
@@ -58,9 +59,12 @@ struct TaskSet {
   std::vector<double> y, sigma;
   std::vector<TaskSpectrum> raw;   // plain GD
   const std::vector<TaskSpectrum>& prior() const { return prior_is_raw ? raw : prior_own; }   // ridge/Bayes (prior-whitened)
-  const std::vector<TaskSpectrum>& input() const { return input_is_raw ? raw : input_own; }   // preconditioned GD
-  std::vector<TaskSpectrum> prior_own, input_own;   // where their basis is not the identity (no copies of raw)
+  // Preconditioned GD's spectra, in blocks (its predictions are predict_gd_all's): a matrix basis's own, or the
+  // raw ones scaled by a scalar basis c (s c^2, b c, z c) as they are laid out, without a copy of every task's.
+  SpectraBlocks input() const { return input_is_raw ? SpectraBlocks(raw, input_scale) : SpectraBlocks(input_own); }
+  std::vector<TaskSpectrum> prior_own, input_own;   // where their basis is a matrix (no copies of raw)
   bool prior_is_raw = false, input_is_raw = false;
+  double input_scale = 1.0;
   std::vector<double> dmmse;
 };
 
@@ -74,17 +78,6 @@ struct Basis {
   void add(TaskSpectra& batch, const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n,
            const Eigen::VectorXd& xq) const {
     if (W.size()) batch.add_sums(W * XXt * W.transpose(), W * Xy, yy, n, W * xq);
-  }
-  std::vector<TaskSpectrum> spectra(TaskSpectra& batch, const std::vector<TaskSpectrum>& raw) const {
-    if (W.size()) return batch.take();
-    std::vector<TaskSpectrum> out = raw;
-    if (c != 1.0)
-      for (TaskSpectrum& t : out) {
-        t.s *= c * c;
-        t.b *= c;
-        t.z *= c;
-      }
-    return out;
   }
 };
 
@@ -139,10 +132,12 @@ struct TaskSetBuilder {
   }
   TaskSet take() {
     s.raw = raw.take();
-    s.prior_is_raw = bases.Wp.identity();
-    s.input_is_raw = bases.Wi.identity();
-    if (!s.prior_is_raw) s.prior_own = bases.Wp.spectra(prior, s.raw);
-    if (!s.input_is_raw) s.input_own = bases.Wi.spectra(input, s.raw);
+    ICL_CHECK(bases.Wp.c == 1.0);   // make_bases: the prior's basis is the identity or a matrix
+    s.prior_is_raw = bases.Wp.W.size() == 0;
+    s.input_is_raw = bases.Wi.W.size() == 0;   // the identity or a scalar (input_scale)
+    s.input_scale = bases.Wi.c;
+    if (!s.prior_is_raw) s.prior_own = prior.take();
+    if (!s.input_is_raw) s.input_own = input.take();
     return std::move(s);
   }
 };
@@ -221,8 +216,7 @@ Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tuned, boo
     put(Method::zero, [](const TaskSpectrum&, size_t) { return 0.0; });
     put(Method::ols, [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
     put(Method::ridge, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
-    keep(Method::pgd,
-         predict_all(s.input(), [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.pgd_eta[K - 1], K); }));
+    keep(Method::pgd, predict_gd_all(s.input(), tuned.pgd_eta[K - 1], K));
   }
   return out;
 }
@@ -266,7 +260,7 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
       tuned.tuned_rr_t = minimise_log([&](double thr) { return f(tuned.tuned_rr_c, thr); }, tuned.tuned_rr_t / 2, tuned.tuned_rr_t * 2, 8);
     }
   }
-  const SpectraBlocks input(whitened_inputs ? s.input() : std::vector<TaskSpectrum>{});
+  const SpectraBlocks input = whitened_inputs ? s.input() : SpectraBlocks(std::vector<TaskSpectrum>{});
   for (int K = 1; K <= p.layers; ++K) {
     check_stop(stop);
     tuned.gd_eta.push_back(minimise_log([&](double eta) { return mse(predict_gd_all(raw, eta, K), s.y); }, 1e-6, 10.0));
@@ -638,12 +632,12 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   M[Metric::spectrum_max] = hi;
 
   Named S(out.series);
+  const SpectraBlocks es_input = es.input();
   for (int K = 1; K <= L; ++K) {
     check_stop(stop);
     S[{Family::layer_loss, Method::gd}].push_back(
         mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y));
-    S[{Family::layer_loss, Method::pgd}].push_back(
-        mse(predict_all(es.input(), [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.pgd_eta[K - 1], K); }), y));
+    S[{Family::layer_loss, Method::pgd}].push_back(mse(predict_gd_all(es_input, cf.pgd_eta[K - 1], K), y));
     auto gdpp_loss_K = [&](const GdppTuned& g) {
       return mse(run_model(gdpp_weights<T>(d, p.n, g.eta, g.gamma), eval_set, false, stop).final(), y);
     };

@@ -45,18 +45,19 @@ double predict_gd(const TaskSpectrum& t, double eta, int K) {
   return yhat;
 }
 
-SpectraBlocks::SpectraBlocks(const std::vector<TaskSpectrum>& spectra)
+SpectraBlocks::SpectraBlocks(const std::vector<TaskSpectrum>& spectra, double c)
     : d(spectra.empty() ? 0 : static_cast<int>(spectra[0].s.size())), tasks(spectra.size()) {
   const size_t size = (tasks + kTaskLanes - 1) / kTaskLanes * kTaskLanes * d;
   s.assign(size, 0.0);
   b.assign(size, 0.0);
   z.assign(size, 0.0);
+  const double c2 = c * c;
   for (size_t t = 0; t < tasks; ++t)
     for (int i = 0; i < d; ++i) {
       const size_t at = (t / kTaskLanes * d + i) * kTaskLanes + t % kTaskLanes;
-      s[at] = spectra[t].s(i);
-      b[at] = spectra[t].b(i);
-      z[at] = spectra[t].z(i);
+      s[at] = spectra[t].s(i) * c2;
+      b[at] = spectra[t].b(i) * c;
+      z[at] = spectra[t].z(i) * c;
     }
 }
 

@@ -65,18 +65,16 @@ double transformer_bytes(const Point& p, double s) {
   return kLane * (lanes + params) + params * s;
 }
 
-// The task sets' spectra beside the raw ones (analysis.cpp's make_bases): a copy for each basis that is not the
-// identity, a reduction in progress for each basis that is a matrix (the raw basis always).  Counted from the
-// covariance and the input law alone: the prior's basis as a matrix under any covariance (it is one where
-// w_prior = inverse_cov, which stays an option that changes no estimate), the inputs' scale as other than 1
-// for any non-gaussian law.
+// The task sets' spectra beside the raw ones (analysis.cpp's make_bases): a copy and a reduction in progress for
+// each basis that is a matrix (a scalar basis scales the raw spectra as they are laid out in blocks; the raw
+// basis is always reduced).  Counted from the covariance alone: the prior's basis as a matrix under any
+// covariance (it is one where w_prior = inverse_cov, which stays an option that changes no estimate).
 struct SpectraBases {
   double copies = 0, reductions = 1;
 };
 SpectraBases spectra_bases(const Point& p) {
   const bool matrix = p.cov != CovKind::identity && p.cov != CovKind::rotated_per_task;
-  const bool input = p.cov != CovKind::identity || p.x_dist != XDist::gaussian;
-  return {static_cast<double>(matrix) + input, 1.0 + 2 * matrix};
+  return {2.0 * matrix, 1.0 + 2 * matrix};
 }
 
 // Per-task spectra: TaskSpectrum (64 bytes, in vectors grown by doubling) with three heap d-vectors each (malloc:

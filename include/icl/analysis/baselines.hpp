@@ -53,12 +53,13 @@ class TaskSpectra {
 
 // Many tasks' spectra of one d in blocks of kTaskLanes tasks, a block's entry i of every task side by side
 // ([(block d + i) kTaskLanes + lane]), so that loops over a block's lanes vectorise; the last block is padded
-// with empty tasks (s = b = z = 0).
+// with empty tasks (s = b = z = 0).  `c`: the spectra in the basis x -> c x, each s_i (c c), b_i c, z_i c (c = 1:
+// as they are).
 struct SpectraBlocks {
   int d = 0;
   size_t tasks = 0;
   std::vector<double> s, b, z;
-  explicit SpectraBlocks(const std::vector<TaskSpectrum>& spectra);
+  explicit SpectraBlocks(const std::vector<TaskSpectrum>& spectra, double c = 1.0);
 };
 
 double predict_ridge(const TaskSpectrum& t, double lambda);
