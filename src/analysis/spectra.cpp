@@ -240,6 +240,25 @@ void tridiagonalise(int d, double* A, double* P, double* a, double* e) {
   }
 }
 
+// std::sort(order, less), written out below 17 entries as libstdc++ sorts them there (its insertion sort: the
+// same comparisons in the same order, so the same result, ties and NaN included) without its call to memmove
+// for every shift, which cost as much as the sort.
+template <class Less>
+void sort_order(std::vector<int>& order, Less less) {
+  const int d = static_cast<int>(order.size());
+  if (d > 16) return std::sort(order.begin(), order.end(), less);
+  for (int i = 1; i < d; ++i) {
+    const int v = order[i];
+    int j = i;
+    if (less(v, order[0])) {
+      for (; j > 0; --j) order[j] = order[j - 1];
+    } else {
+      for (; less(v, order[j - 1]); --j) order[j] = order[j - 1];
+    }
+    order[j] = v;
+  }
+}
+
 }  // namespace
 
 void TaskSpectra::add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq) {
@@ -308,7 +327,7 @@ std::vector<TaskSpectrum> TaskSpectra::take() {
     for (size_t j = 0; j < count; ++j) {
       const Sums& r = sums_[t0 + j];
       for (int i = 0; i < d; ++i) order[i] = i;   // ascending, as Eigen's solver
-      std::sort(order.begin(), order.end(), [&](int u, int v) { return lanes.at(lanes.a, u, j) < lanes.at(lanes.a, v, j); });
+      sort_order(order, [&](int u, int v) { return lanes.at(lanes.a, u, j) < lanes.at(lanes.a, v, j); });
       TaskSpectrum& s = out[t0 + j];
       s.s.resize(d);
       s.b.resize(d);
