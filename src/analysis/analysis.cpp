@@ -227,7 +227,9 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
   noise_prior(law, &tuned.bayes_sigma, &tuned.bayes_weight);
   // Every candidate's loss is a pass over the tasks' spectra, kTaskLanes tasks at a time (the same bits as one
   // task at a time).
-  const SpectraBlocks prior(s.prior()), raw(s.raw);
+  const SpectraBlocks raw(s.raw);
+  const std::optional<SpectraBlocks> prior_own = s.prior_is_raw ? std::nullopt : std::optional(SpectraBlocks(s.prior()));
+  const SpectraBlocks& prior = prior_own ? *prior_own : raw;   // one layout where the prior's basis is the raw one
   std::vector<double> lambda(s.prior().size());
   const auto ridge_loss = [&] { return mse(predict_ridge_all(prior, lambda), s.y); };
   tuned.const_rr_lambda = minimise_log(
@@ -631,22 +633,24 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   M[Metric::spectrum_min] = lo;
   M[Metric::spectrum_max] = hi;
 
+  // Each method's loss after K = 1 .. L steps; at K = L the loss above (the same predictions).
   Named S(out.series);
-  const SpectraBlocks es_input = es.input();
+  const std::optional<SpectraBlocks> es_input = L > 1 ? std::optional(es.input()) : std::nullopt;
   for (int K = 1; K <= L; ++K) {
     check_stop(stop);
-    S[{Family::layer_loss, Method::gd}].push_back(
-        mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y));
-    S[{Family::layer_loss, Method::pgd}].push_back(mse(predict_gd_all(es_input, cf.pgd_eta[K - 1], K), y));
+    auto series = [&](Method name, auto loss_K) { S[{Family::layer_loss, name}].push_back(K == L ? M[{Family::loss, name}] : loss_K()); };
+    series(Method::gd, [&] {
+      return mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y);
+    });
+    series(Method::pgd, [&] { return mse(predict_gd_all(*es_input, cf.pgd_eta[K - 1], K), y); });
     auto gdpp_loss_K = [&](const GdppTuned& g) {
       return mse(run_model(gdpp_weights<T>(d, p.n, g.eta, g.gamma), eval_set, false, stop).final(), y);
     };
-    S[{Family::layer_loss, Method::gdpp}].push_back(K == L ? M[{Family::loss, Method::gdpp}]
-                                                           : gdpp_loss_K(t.gdpp_K[K - 1]));
-    S[{Family::layer_loss, Method::gdpp_tied}].push_back(K == L ? M[{Family::loss, Method::gdpp_tied}]
-                                                                : gdpp_loss_K(t.tied_K[K - 1]));
-    S[{Family::layer_loss, Method::newton}].push_back(
-        mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, K); }), y));
+    series(Method::gdpp, [&] { return gdpp_loss_K(t.gdpp_K[K - 1]); });
+    series(Method::gdpp_tied, [&] { return gdpp_loss_K(t.tied_K[K - 1]); });
+    series(Method::newton, [&] {
+      return mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, K); }), y);
+    });
   }
 
   newton_similarity(run_tf, es, y, out, stop);

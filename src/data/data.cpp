@@ -66,10 +66,11 @@ int64_t uniform_index(uint64_t key, int64_t count) {
 }
 
 // [VO23]'s other input laws: which one a task draws from (0 exponential, 1 normal, 2 Laplace), and one draw
-// of it from the task's normal g (as T) or its uniform u.
+// of it from the task's normal g (as T) or its uniform u = rng_uniform(key, i) (not drawn for the normal law).
 int other_law(uint64_t key) { return static_cast<int>(uniform_index(rng_key(key, kOtherLaw), 3)); }
-double other_draw(int law, double g, double u) {
+double other_draw(int law, double g, uint64_t key, uint64_t i) {
   if (law == 1) return g;
+  const double u = rng_uniform(key, i);
   if (law == 0) return -std::log(u);
   return u < 0.5 ? std::log(2.0 * u) : -std::log(2.0 - 2.0 * u);
 }
@@ -354,7 +355,7 @@ void x_other(const TaskLaw&, const Chunk<T>& k, Lane<T>* Z) {
   std::vector<double> s(static_cast<size_t>(N) * d);   // a task's draws, each drawn once
   for (int v = 0; v < kLanes<T>; ++v) {
     const int law = other_law(k.keys[v]);
-    for (int j = 0; j < N * d; ++j) s[j] = other_draw(law, g[j][v], rng_uniform(k.keys[v], 2 * k.mp + 1 + j));
+    for (int j = 0; j < N * d; ++j) s[j] = other_draw(law, g[j][v], k.keys[v], 2 * k.mp + 1 + j);
     double F2 = 0.0;
     for (int j = 0; j < n * d; ++j) F2 = fused_madd(s[j], s[j], F2);
     const double F = std::sqrt(F2);
@@ -365,6 +366,10 @@ void x_other(const TaskLaw&, const Chunk<T>& k, Lane<T>* Z) {
 
 // Whether the law's input sampler reads the normals g_x (every one but the uniform inputs').
 bool x_reads_normals(const TaskLaw& law) { return law.other_inputs || law.x_dist != XDist::uniform; }
+
+// Whether the labels read the noise normals eps: not for a noiseless linear task, whose y_j = l_j + 0 eps_j
+// is l_j bit for bit (l_j is a sum from +0 of fused products, never -0, so l_j + (+-0) = l_j).
+bool labels_read_noise(const TaskLaw& law) { return law.noise != NoiseKind::none || law.task == Task::sine; }
 
 template <class T>
 XSampler<T> x_sampler(const TaskLaw& law) {
@@ -378,12 +383,13 @@ XSampler<T> x_sampler(const TaskLaw& law) {
   return x_gaussian<T>;
 }
 
-// Each task's noise std, from the uniform at counter 2 mp.
+// Each task's noise std, from the uniform at counter 2 mp (drawn where the law reads it).
 template <class T>
 void draw_sigma(const TaskLaw& law, int c, Chunk<T>& k, TaskBatch<T>& batch) {
   constexpr int V = kLanes<T>;
+  const bool reads_u = law.noise == NoiseKind::uniform || law.noise == NoiseKind::set;
   for (int v = 0; v < V; ++v) {
-    const double us = rng_uniform(k.keys[v], 2 * k.mp);
+    const double us = reads_u ? rng_uniform(k.keys[v], 2 * k.mp) : 0.0;
     double sigma = 0.0;
     if (law.noise == NoiseKind::fixed) sigma = law.noise_sigma[0];
     if (law.noise == NoiseKind::uniform) sigma = law.noise_sigma[0] * us;
@@ -411,6 +417,7 @@ void write_labels(const TaskLaw& law, int c, Chunk<T>& k, Lane<T>* Z, TaskBatch<
       else batch.y[c] = label;
     }
   } else {   // a register part at a time: 64-byte lanes would live in memory on narrower targets (simd.hpp)
+    const bool noisy = labels_read_noise(law);
     for (int h = 0; h < kLaneParts; ++h) {
       const auto w = part(k.w, h), x = part(static_cast<const Lane<T>*>(Z), h), e = part(eps, h);
       const auto out = part(Z + d * N, h);
@@ -418,7 +425,7 @@ void write_labels(const TaskLaw& law, int c, Chunk<T>& k, Lane<T>* Z, TaskBatch<
       for (int j = 0; j < N; ++j) {
         Register<T> label{};
         for (int i = 0; i < d; ++i) label += w[i] * x[i * N + j];
-        if (j < n) out[j] = label + sig * e[j];
+        if (j < n) out[j] = noisy ? label + sig * e[j] : label;
         else part(&batch.y[c], h)[0] = label;
       }
     }
@@ -451,8 +458,9 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
   k.w = k.G + 2 * mp;
   k.sig = k.w + d;
   const XSampler<T> draw_x = x_sampler<T>(law);
-  // The pairs whose both normals are g_x's (q >= d and mp + q < d + N d), when nothing reads them.
-  const int unused_end = x_reads_normals(law) ? 0 : d + N * d - mp;
+  // The pairs whose both normals are g_x's (q >= d and mp + q < d + N d), when nothing reads them; with
+  // noiseless labels as well every pair past w's (q >= d: its sine mp + q >= d is a g_x or an eps).
+  const int unused_end = x_reads_normals(law) ? 0 : labels_read_noise(law) ? d + N * d - mp : mp;
   for (int c = 0; c < batch.chunks; ++c) {
     k.live = std::min(V, batch.B - c * V);
     chunk_keys(law, seed, stream, block, c, k);

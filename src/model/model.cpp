@@ -282,7 +282,8 @@ struct LaneModel<T>::Impl {
   T act_clip;
   bool softmax;
   std::vector<T> Pc, Q;                    // layers x H x D x D
-  LaneVec<T> Zs;                           // (layers+1) x D x N: input of each layer, then the output
+  const L* Z0 = nullptr;                   // D x N: the last forward's input, the caller's (not copied)
+  LaneVec<T> Zs;                           // layers x D x N: each layer's output
   LaneVec<T> C, CQ, K;                     // linear caches: layers x (D x D, H x D x D, D x D)
   LaneVec<T> R, A, ZA;                     // softmax caches: layers x H x (D x N, n x N, D x N)
   LaneVec<T> dP, dQ;                       // gradient accumulators, layers x H x D x D
@@ -296,7 +297,7 @@ struct LaneModel<T>::Impl {
         c(static_cast<T>(s.c)), act_clip(static_cast<T>(s.act_clip)), softmax(s.attention == Attention::softmax) {
     Pc.assign(static_cast<size_t>(layers) * H * DD, T(0));
     Q.assign(Pc.size(), T(0));
-    Zs.assign(static_cast<size_t>(layers + 1) * DN, L{});
+    Zs.assign(static_cast<size_t>(layers) * DN, L{});
     dP.assign(static_cast<size_t>(layers) * H * DD, L{});
     dQ.assign(dP.size(), L{});
     G.assign(DN, L{});
@@ -323,7 +324,8 @@ struct LaneModel<T>::Impl {
   LayerDims dims() const { return {D, N, n, H}; }
   size_t weights_at(int l) const { return static_cast<size_t>(l) * H * DD; }
   LayerWeights<T> weights(int l) const { return {Pc.data() + weights_at(l), Q.data() + weights_at(l)}; }
-  L* tokens(int l) { return Zs.data() + static_cast<size_t>(l) * DN; }
+  const L* tokens(int l) const { return l == 0 ? Z0 : Zs.data() + static_cast<size_t>(l - 1) * DN; }
+  L* output(int l) { return Zs.data() + static_cast<size_t>(l) * DN; }   // tokens(l + 1), written
   template <class X>   // X = L (the forward writes) or const L (the backward reads)
   LinearSaved<X> linear_saved(int l) {
     const size_t at = static_cast<size_t>(l) * DD;
@@ -350,10 +352,10 @@ void LaneModel<T>::model_forward(const L* Z0, L* yhat) {
   Impl& m = *impl_;
   const int D = m.D, N = m.N, n = m.n, H = m.H;
   const LayerDims dims = m.dims();
-  std::memcpy(static_cast<void*>(m.Zs.data()), Z0, sizeof(L) * m.DN);
+  m.Z0 = Z0;
   for (int l = 0; l < m.layers; ++l) {
     const L* Z = m.tokens(l);
-    L* Zout = m.tokens(l + 1);
+    L* Zout = m.output(l);
     const LayerWeights<T> w = m.weights(l);
     if (m.softmax) {
       std::memcpy(static_cast<void*>(Zout), Z, sizeof(L) * m.DN);

@@ -2,7 +2,7 @@
 // product overflows):
 //   TaskBatch<T> of B tasks (data.cpp): ceil(B/V) chunks x (D N + 2) lanes (Z, y, mask), B (d+1)
 //     doubles (w, sigma), and a scratch of 2 ceil((d + (n+1) d + n) / 2) + d + 1 lanes; a lane is 64 bytes.
-//   LaneModel<T> (model.cpp): (L+1) D N lanes of layer inputs, 2 L H D^2 lanes of gradient accumulators,
+//   LaneModel<T> (model.cpp): L D N lanes of layer outputs, 2 L H D^2 lanes of gradient accumulators,
 //     2 D N of backward scratch; linear: 2 L D^2 + L H D^2 + 3 D^2 lanes of caches; softmax:
 //     L H (2 D N + n N) + 2 D N + n N lanes.  Objective<T> adds P, Q (T) and dP, dQ (double).
 //   training keeps the batch, the evaluation set, Objective<T> (train.cpp), the landscape observer's Objective<double> and
@@ -46,7 +46,7 @@ double batch_bytes(double B, double d, double n, double s) {
 
 double model_bytes(double L, double H, double d, double n, bool softmax, double s) {
   const double D = d + 1, N = n + 1;
-  double lanes = (L + 1) * D * N + 2 * L * H * D * D + 2 * D * N;
+  double lanes = L * D * N + 2 * L * H * D * D + 2 * D * N;
   lanes += softmax ? L * H * (2 * D * N + n * N) + 2 * D * N + n * N : 2 * L * D * D + L * H * D * D + 3 * D * D;
   return kLane * lanes + 2 * L * H * D * D * s;
 }

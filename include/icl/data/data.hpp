@@ -106,7 +106,8 @@ struct TaskBatch {
 //                 sum_k T(A(i,k)) g_jk, A = haar_rotation(d, rng_key(k, kTaskRotation)) diag(sqrt l) in double
 //                 (a d x d QR per task, whose Eigen temporaries allocate: the one draw that does)
 //       uniform   T(a (2 rng_uniform(k, 2mp + 1 + j d + i) - 1)),  a = x_param (the g_ji are not read:
-//                 the pairs whose two normals are both g's, q = d .. d + N d - mp - 1, are not computed)
+//                 the pairs whose two normals are both g's, q = d .. d + N d - mp - 1, are not computed;
+//                 for a noiseless linear task, whose labels read no eps, none past w's, q = d .. mp - 1)
 //       sphere    g_ji * (T(1) / std::sqrt(sum_i g_ji^2))
 //       gamma     as sphere with the radius times T(sqrt(G_j)), G_j ~ Gamma(shape a, scale sqrt(10/a)) in
 //                 double (libm) by Marsaglia-Tsang from kj = rng_key(k, kGammaRadius, j): normals
@@ -123,7 +124,8 @@ struct TaskBatch {
 //     then, when x_scale != 1, every x_ji *= T(x_scale).
 //  4. sigma (double) from us = rng_uniform(k, 2mp): none 0, fixed s_0, uniform s_0 us,
 //     set s[min(size-1, floor(us size))].
-//  5. Labels (T): l_j = sum_i w_i x_ji; context y_j = l_j + T(sigma) eps_j with eps_j = normal d + N d + j;
+//  5. Labels (T): l_j = sum_i w_i x_ji; context y_j = l_j + T(sigma) eps_j with eps_j = normal d + N d + j
+//     (noise none: y_j = l_j, the same bits, since l_j is never -0);
 //     the query's l_n is batch.y, and Z(d, n) = 0.  Task sine ([VO23]'s create_reg_data_sin, d = 1): with
 //     u = rng_uniform(k, 2mp + 1 + N d), a = 0.1 + 0.4 u and rho = pi u (the code draws both from one key:
 //     amplitude and phase are one variable), l_j = T(a sin(double(x_j) + rho)) in double (libm), and w_0 = a.

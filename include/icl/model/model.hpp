@@ -39,7 +39,8 @@ class LaneModel {
   const ModelShape& shape() const { return shape_; }
   // Copies P, Q (layers x heads x D x D each) for the following forward/backward calls.
   void set_weights(const T* P, const T* Q);
-  // Z0: D x N lanes.  yhat: `layers` lanes, the readout after each layer.  Keeps the activations.
+  // Z0: D x N lanes.  yhat: `layers` lanes, the readout after each layer.  Keeps the activations, and
+  // reads Z0 again in model_backward: it must stay as it is until then (it is not copied).
   void model_forward(const L* Z0, L* yhat);
   // Backward of the last forward for dLoss/dyhat_L = dyhat (lanes).  Adds the chunk's dP, dQ into the
   // gradient accumulators and leaves dLoss/dZ0 in input_grad() (D x N lanes).
