@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "icl/analysis/baselines.hpp"
@@ -312,6 +313,56 @@ TEST(TaskSpectrum, LanesPredictAsOneTaskAtATime) {
           EXPECT_EQ(gd[t], predict_gd(tasks[t], eta, K)) << "d " << d << ", K " << K << ", eta " << eta << ", task " << t;
       }
   }
+}
+
+// GD's one-step rate in closed form is the minimiser that the search (minimise_log over predict_gd_all's loss)
+// finds to its tolerance, at least as good as it, a stationary point of the loss, and clamped to the range: over
+// spectra with tiny and spread eigenvalues, labels from a rate plus noise, labels against every prediction (the
+// minimiser negative: lo), a rate beyond hi, and no prediction at all (every z_i b_i = 0: lo).
+TEST(TaskSpectrum, OneStepGdRateIsTheSearchsMinimiser) {
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<double> U(0, 1);
+  std::normal_distribution<double> N;
+  auto loss = [](const SpectraBlocks& b, const std::vector<double>& y, double eta) {
+    const std::vector<double> yhat = predict_gd_all(b, eta, 1);
+    double l = 0;
+    for (size_t t = 0; t < y.size(); ++t) l += (yhat[t] - y[t]) * (yhat[t] - y[t]);
+    return l / static_cast<double>(y.size());
+  };
+  for (const int d : {1, 5, 11})
+    for (const double eta_true : {1e-3, 0.07, 2.5, 40.0, -0.3}) {
+      std::vector<TaskSpectrum> tasks(301);
+      std::vector<double> y;
+      for (TaskSpectrum& t : tasks) {
+        t.s.resize(d);
+        t.b.resize(d);
+        t.z.resize(d);
+        double a = 0;
+        for (int i = 0; i < d; ++i) {
+          t.s(i) = i == 0 ? 1e-14 * U(rng) : std::exp(6 * U(rng) - 3);
+          t.b(i) = N(rng);
+          t.z(i) = N(rng);
+          a += t.z(i) * t.b(i);
+        }
+        y.push_back(eta_true * (a + 0.5 * N(rng)));   // the rate well determined: noise in proportion
+      }
+      const SpectraBlocks blocks(tasks);
+      const double eta = gd_one_step_eta(blocks, y, 1e-6, 10.0);
+      const double searched = minimise_log([&](double e) { return loss(blocks, y, e); }, 1e-6, 10.0);
+      const std::string what = "d " + std::to_string(d) + ", rate " + std::to_string(eta_true);
+      if (eta_true < 0) {
+        EXPECT_EQ(eta, 1e-6) << what;
+      } else if (eta_true > 10) {
+        EXPECT_EQ(eta, 10.0) << what;
+      } else {
+        EXPECT_NEAR(eta / searched, 1.0, 1e-5) << what << ": closed form " << eta << ", search " << searched;
+        EXPECT_LE(loss(blocks, y, eta), loss(blocks, y, searched) * (1 + 1e-12)) << what;
+        EXPECT_LT(loss(blocks, y, eta), loss(blocks, y, eta * 1.01)) << what;
+        EXPECT_LT(loss(blocks, y, eta), loss(blocks, y, eta * 0.99)) << what;
+      }
+      for (TaskSpectrum& t : tasks) t.z.setZero();
+      EXPECT_EQ(gd_one_step_eta(SpectraBlocks(tasks), y, 1e-6, 10.0), 1e-6) << what << ": no prediction";
+    }
 }
 
 // Newton's steps k = 0..K in one pass (predict_newton_steps) are each step's one-step-count form bit for bit: the

@@ -263,11 +263,15 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
     }
   }
   const SpectraBlocks input = whitened_inputs ? s.input() : SpectraBlocks(std::vector<TaskSpectrum>{});
+  // GD's rate on [1e-6, 10]: in closed form for one step (a quadratic loss), by the search for more.
+  auto gd_rate = [&](const SpectraBlocks& set, int K) {
+    return K == 1 ? gd_one_step_eta(set, s.y, 1e-6, 10.0)
+                  : minimise_log([&](double eta) { return mse(predict_gd_all(set, eta, K), s.y); }, 1e-6, 10.0);
+  };
   for (int K = 1; K <= p.layers; ++K) {
     check_stop(stop);
-    tuned.gd_eta.push_back(minimise_log([&](double eta) { return mse(predict_gd_all(raw, eta, K), s.y); }, 1e-6, 10.0));
-    tuned.pgd_eta.push_back(!whitened_inputs ? tuned.gd_eta.back() : minimise_log(
-        [&](double eta) { return mse(predict_gd_all(input, eta, K), s.y); }, 1e-6, 10.0));
+    tuned.gd_eta.push_back(gd_rate(raw, K));
+    tuned.pgd_eta.push_back(!whitened_inputs ? tuned.gd_eta.back() : gd_rate(input, K));
   }
   return tuned;
 }
@@ -638,7 +642,9 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
   const std::optional<SpectraBlocks> es_input = L > 1 ? std::optional(es.input()) : std::nullopt;
   for (int K = 1; K <= L; ++K) {
     check_stop(stop);
-    auto series = [&](Method name, auto loss_K) { S[{Family::layer_loss, name}].push_back(K == L ? M[{Family::loss, name}] : loss_K()); };
+    auto series = [&](Method name, auto loss_K) {
+      S[{Family::layer_loss, name}].push_back(K == L ? M[{Family::loss, name}] : loss_K());
+    };
     series(Method::gd, [&] {
       return mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y);
     });

@@ -105,6 +105,18 @@ std::vector<double> predict_gd_all(const SpectraBlocks& set, double eta, int K) 
   });
 }
 
+double gd_one_step_eta(const SpectraBlocks& set, const std::vector<double>& y, double lo, double hi) {
+  const std::vector<double> a = lanes_sum(set, [&](Vd& acc, size_t at, size_t) {
+    acc = madd(load<Vd>(&set.z[at]), load<Vd>(&set.b[at]), acc);
+  });
+  double ya = 0, aa = 0;
+  for (size_t t = 0; t < a.size(); ++t) {
+    ya += y[t] * a[t];
+    aa += a[t] * a[t];
+  }
+  return aa > 0 ? std::clamp(ya / aa, lo, hi) : aa == 0 ? lo : std::nan("");
+}
+
 double newton_alpha(const TaskSpectrum& t) {
   return 1 / t.s.array().square().matrix().norm();   // 1 / |S S^T|_F = 1 / sqrt(sum_i s_i^4)
 }

@@ -135,4 +135,10 @@ class DmmseSums {
 // Minimises f over [lo, hi] by golden-section search on log(x) after a coarse grid of `grid` points.
 double minimise_log(const std::function<double(double)>& f, double lo, double hi, int grid = 24);
 
+// The one-step GD rate of least squared error over the tasks of `set` (labels y), on [lo, hi]: one step from
+// w = 0 predicts eta a_t, a_t = sum_i z_i b_i (predict_gd's (1 - (1 - eta s)) / s is eta in exact arithmetic),
+// so the loss is quadratic in eta and its minimiser is sum_t y_t a_t / sum_t a_t^2, clamped to [lo, hi]; lo
+// when every a_t is 0 (any rate then predicts 0).  What minimise_log finds to its tolerance, in one pass.
+double gd_one_step_eta(const SpectraBlocks& set, const std::vector<double>& y, double lo, double hi);
+
 }  // namespace icl
