@@ -221,13 +221,13 @@ std::vector<TransformerBuffer> transformer_buffers(const TransformerShape& s) {
       {"X0", XT}, {"emb", E0T}, {"demb", E0T}, {"dX0", XT},                  // raw tokens, the embedding
       {"H", (Ls + 1) * ET}, {"X1", Ls * ET}, {"xhat1", Ls * ET}, {"rstd1", Ls * T},   // per layer: tokens, LN_1
       {"q", Ls * HT}, {"k", Ls * HT}, {"v", Ls * HT}, {"att", Ls * HT},      // projections, head outputs
-      {"S", Ls * ST}, {"Pm", Ls * ST}, {"A", Ls * ST}, {"Hm", Ls * ET},      // scores, residual
+      {"S", Ls * ST}, {"Pm", Ls * ST}, {"A", Ls * ST},                       // scores
       {"dH", ET}, {"dX", ET}, {"dq", HT}, {"dk", HT}, {"dv", HT}, {"dO", HT}, {"dA", nk * T},   // backward scratch
       {"dy", T}};                                                            // dLoss/dyhat at every token
   if (s.embed == Embed::mlp)
     for (const char* n : {"embU", "embG", "dembU"}) b.push_back({n, F0T});
-  if (s.mlp) {
-    for (const char* n : {"X2", "xhat2"}) b.push_back({n, Ls * ET});
+  if (s.mlp) {   // Hm: the attention block's output (without an MLP it is the layer's, in H)
+    for (const char* n : {"Hm", "X2", "xhat2"}) b.push_back({n, Ls * ET});
     b.push_back({"rstd2", Ls * T});
     for (const char* n : {"U", "G"}) b.push_back({n, Ls * FT});
     for (const char* n : {"dU", "dG"}) b.push_back({n, FT});
@@ -254,7 +254,7 @@ struct LaneTransformer<T>::Impl {
   LaneVec<T> X1, xhat1, rstd1;          // [E x T], [E x T], [T]: LN_1 (or unused)
   LaneVec<T> q, k, v, att;              // [HK x T]: projections (k, v: the first nk columns), head outputs
   LaneVec<T> S, Pm, A;                  // [H x nk x T]
-  LaneVec<T> Hm;                        // [E x T]: after the attention residual (and clip)
+  LaneVec<T> Hm;                        // [E x T]: after the attention residual (and clip); with an MLP
   LaneVec<T> X2, xhat2, rstd2;          // [E x T], [E x T], [T]: LN_2
   LaneVec<T> U, G;                      // [F x T]: MLP pre-activation, GELU output
   LaneVec<T> Xf, xhatf, rstdf, yf;      // [E x T], [E x T], [T], [T]: LN_f and the head's output (readout = head)
@@ -296,6 +296,8 @@ struct LaneTransformer<T>::Impl {
     return {x.data() + static_cast<size_t>(l) * rows * cols, rows, cols, cols};
   }
   Mat<T> tok(LaneVec<T>& x, int l) { return mat(x, l, E, T_); }
+  // Layer l's attention block output H + Wo^T o + bo (clipped): Hm's with an MLP after it, else the layer's output.
+  Mat<T> attention_out(int l) { return s.mlp ? tok(Hm, l) : tok(H, l + 1); }
   Mat<T> heads_of(LaneVec<T>& x, int l) { return mat(x, l, HK, T_); }
   Mat<T> head(Mat<T> m, int h, int cols) const { return {m.p + static_cast<size_t>(h) * s.key * m.ld, s.key, cols, m.ld}; }
   Mat<T> score(LaneVec<T>& x, int l, int h) {
@@ -353,7 +355,7 @@ struct LaneTransformer<T>::Impl {
 
   void layer_forward(int l) {
     const LayerOffsets& o = offsets(l);
-    Mat<T> Hin = tok(H, l), Hout = tok(H, l + 1), hm = tok(Hm, l);
+    Mat<T> Hin = tok(H, l), Hout = tok(H, l + 1), hm = attention_out(l);
     Mat<T> x1 = s.ln1_at(l) ? tok(X1, l) : Hin;
     if (s.ln1_at(l)) layernorm_forward<T>(w(o.ln1_g), w(o.ln1_b), Hin, x1, tok(xhat1, l), rstd1.data() + l * T_);
     Mat<T> Q = heads_of(q, l), K = heads_of(k, l), V = heads_of(v, l), O = heads_of(att, l);
@@ -372,10 +374,7 @@ struct LaneTransformer<T>::Impl {
     for (int r2 = 0; r2 < E; ++r2)
       for (int t = 0; t < T_; ++t) hm.at(r2, t) += Hin.at(r2, t);
     if (s.act_clip > 0) clip_forward<T>(hm.p, E * T_, static_cast<T>(s.act_clip));
-    if (!s.mlp) {
-      std::memcpy(static_cast<void*>(Hout.p), hm.p, sizeof(L) * E * T_);
-      return;
-    }
+    if (!s.mlp) return;   // hm is Hout
     Mat<T> x2 = s.layer_norm ? tok(X2, l) : hm;
     if (s.layer_norm) layernorm_forward<T>(w(o.ln2_g), w(o.ln2_b), hm, x2, tok(xhat2, l), rstd2.data() + l * T_);
     Mat<T> u = hidden(U, l), g = hidden(G, l);
@@ -390,7 +389,7 @@ struct LaneTransformer<T>::Impl {
   // dH: dLoss/d(output of layer l) on entry, dLoss/d(input of layer l) on exit.
   void layer_backward(int l) {
     const LayerOffsets& o = offsets(l);
-    Mat<T> Hin = tok(H, l), Hout = tok(H, l + 1), hm = tok(Hm, l);
+    Mat<T> Hin = tok(H, l), Hout = tok(H, l + 1), hm = attention_out(l);
     Mat<T> dh{dH.data(), E, T_, T_}, dx{dX.data(), E, T_, T_};
     const T clip = static_cast<T>(s.act_clip);
     if (s.mlp) {
