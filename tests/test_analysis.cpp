@@ -481,6 +481,30 @@ TEST(Analysis, ClippedAndUnclippedEvaluationOfTheSameWeights) {
   EXPECT_NEAR(off.at("se_loss_tf"), std_err(gd) * std::sqrt(512.0 / 511.0), 1e-9);
 }
 
+// [VO23]'s roll-out of a planted GD layer (gdpp param, P = diag(0, -eta), Q = diag(I, 0), c = 1): K damped
+// applications are K GD steps at the damped rate, which rollout_loss_gd computes in closed form from the
+// tuned 1-step rate.  Planted at that rate, the two series agree to round-off; planted off it, they do not.
+TEST(Analysis, RolloutOfAPlantedGdLayerIsGdAtTheDampedRate) {
+  const int K = 12;
+  auto analysed = [&](double eta) {
+    const Point p = make_point({{"d", "3"}, {"n", "10"}, {"layers", "1"}, {"tie", "true"}, {"param", "gdpp"},
+                                {"norm", "1"}, {"precision", "float64"}, {"eval_tasks", "256"},
+                                {"rollout", std::to_string(K)}, {"rollout_damping", "0.5"}});
+    return analyse(p, planted(ParamLayout(p), {0.0, -eta, 1.0}));
+  };
+  const Analysis off = analysed(0.05);
+  const double eta = off.series.at("gd_eta")[0];
+  const Analysis on = analysed(eta);
+  const std::vector<double>&tf = on.series.at("rollout_loss_tf"), &gd = on.series.at("rollout_loss_gd");
+  ASSERT_EQ(tf.size(), static_cast<size_t>(K));
+  ASSERT_EQ(gd, off.series.at("rollout_loss_gd"));   // GD's roll-out does not read the trained weights
+  for (int k = 0; k < K; ++k) {
+    EXPECT_NEAR(tf[k], gd[k], 1e-10 * gd[k]) << "application " << k + 1;
+    EXPECT_GT(std::fabs(off.series.at("rollout_loss_tf")[k] - gd[k]), 1e-3 * gd[k]) << "application " << k + 1;
+  }
+  EXPECT_LT(gd[K - 1], 0.5 * gd[0]);   // the steps make progress
+}
+
 // [VO23] App. A.3's interpolation.  Plant a recurrent `full` model whose weights are a construction
 // (P0, Q0) = (diag(-g0 I, -e0), diag(I, 0)) plus a perturbation (E_P, E_Q; E_Q zero on Q's x-block
 // diagonal), in the gauge P * s, Q / s: the scale correction must undo s, and the average with the tuned

@@ -599,9 +599,10 @@ void newton_similarity(const Readouts<T>& tf, const TaskSet& es, const std::vect
 
 // The headline numbers on the point's evaluation set: every method's loss, [V24]'s adjusted losses with
 // their paired standard errors, the per-K losses of the references, and the alignment of TF with GD, GD++.
+// Returns the set's spectra (the roll-out's GD reads them).
 template <class T>
-void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set,
-                    const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
+TaskSet evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set,
+                       const TaskLaw* pool, Analysis& out, const std::atomic<bool>* stop) {
   const int L = p.layers, d = p.d;
   const Tuned& cf = t.closed_form;
   Named M(out.metrics);
@@ -674,6 +675,7 @@ void evaluation_set(const Point& p, const Bases& bases, const Tuning& t, const M
     M[r.cos] = a.cos;
     M[r.l2] = a.l2;
   }
+  return es;
 }
 
 // Finite task diversity: every method on pool tasks (fresh inputs and noise, w from the training pool),
@@ -883,12 +885,13 @@ void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const
 // [VO23]'s roll-out (Fig. 10, Fig. 1 right; constructed_token_setup.ipynb cell 10): the trained recurrent
 // layer applied `rollout` times, each application damped by rollout_damping and updating only the label
 // channel (its code's dampening and y_update), against as many GD steps at rollout_damping x the tuned
-// 1-step rate, every layer's readout on the evaluation set.  Both are weight surgery on a deeper tied
-// model: the attention's output map keeps only its label row (lsa: P's last row; transformer: W_O's last
-// column and b_O's last entry), times the damping.
+// 1-step rate, every layer's readout on the evaluation set.  The layer's roll-out is weight surgery on a
+// deeper tied model: the attention's output map keeps only its label row (lsa: P's last row; transformer:
+// W_O's last column and b_O's last entry), times the damping.  GD's K steps are the closed form on the set's
+// spectra `es`, as GD's other losses (the code runs its construction, the same steps in float).
 template <class T>
-void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set, Analysis& out,
-             const std::atomic<bool>* stop) {
+void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatch<T>& eval_set, const TaskSet& es,
+             Analysis& out, const std::atomic<bool>* stop) {
   const int K = p.rollout, D = p.d + 1;
   const double damp = p.rollout_damping;
   Weights<T> tf = m.tf;
@@ -915,19 +918,14 @@ void rollout(const Point& p, const Tuning& t, const Models<T>& m, const TaskBatc
   }
   tf.shape.layers = K;
   const std::vector<double> y = labels(eval_set);
-  const Readouts<T> r_tf = run_model(tf, eval_set, false, stop),
-                     r_gd = run_model(gdpp_weights<T>(p.d, p.n, std::vector<double>(K, damp * t.closed_form.gd_eta[0]),
-                                                      std::vector<double>(K, 0.0)),
-                                      eval_set, false, stop);
+  const Readouts<T> r_tf = run_model(tf, eval_set, false, stop);
+  const SpectraBlocks raw(es.raw);
   Named S(out.series);
   for (int l = 0; l < K; ++l) {
-    std::vector<double> a(y.size()), b(y.size());
-    for (size_t i = 0; i < y.size(); ++i) {
-      a[i] = r_tf.yhat[i * K + l];
-      b[i] = r_gd.yhat[i * K + l];
-    }
+    std::vector<double> a(y.size());
+    for (size_t i = 0; i < y.size(); ++i) a[i] = r_tf.yhat[i * K + l];
     S[Metric::rollout_loss_tf].push_back(mse(a, y));
-    S[Metric::rollout_loss_gd].push_back(mse(b, y));
+    S[Metric::rollout_loss_gd].push_back(mse(predict_gd_all(raw, damp * t.closed_form.gd_eta[0], l + 1), y));
   }
 }
 
@@ -978,13 +976,13 @@ Analysis analyse_typed(const Point& p, const Trained& trained, const std::atomic
   const TaskBatch<T> eval_set = draw<T>(law, e.seed, e.which, p.eval_tasks);   // training's set
   const TaskLaw pool = pool_law(p);   // w from the training pool (task_pool > 0), else the fresh law
   check_stop(stop);
-  evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);
+  const TaskSet es = evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);
   check_stop(stop);
   if (probes_apply(p)) probe_similarity(p, trained.theta, out, stop);
   check_stop(stop);
   if (p.task_pool > 0) pool_tasks(p, pool, bases, t, m, out, stop);
   check_stop(stop);
-  if (p.rollout > 0) rollout(p, t, m, eval_set, out, stop);
+  if (p.rollout > 0) rollout(p, t, m, eval_set, es, out, stop);
   check_stop(stop);
   if (p.context_curve > 0) context_curve(p, law, bases, t, m, p.task_pool > 0 ? &pool : nullptr, out, stop);
   check_stop(stop);
