@@ -131,16 +131,17 @@ inline void edge_tile(int ri, int rk, const Parts<TA, TB, L>& v, int i0, int k0,
 template <int RI = kTile.RI, int RK = kTile.RK, class TA, class TB, class L>
 void lane_product(const LaneProduct<TA, TB, L>& p) {
   using namespace lane_product_detail;
-  for (int h = 0; h < kLaneParts; ++h) {   // each register-wide part of the lanes on its own
-    const Parts<TA, TB, L> v(p, h);
-    for (int m0 = 0; m0 < std::max(p.M, 1); m0 += kMC) {
-      const int m1 = std::min(p.M, m0 + kMC);
-      const ProductInit init = m0 == 0 ? p.init : ProductInit::out;
-      for (int k0 = 0; k0 < p.K; k0 += RK) {
-        const int rk = std::min(RK, p.K - k0);
-        for (int i0 = 0; i0 < p.I; i0 += RI) {
-          if (p.upper && i0 >= k0 + rk) break;   // every row below every column: strictly lower
-          const int ri = std::min(RI, p.I - i0);
+  for (int m0 = 0; m0 < std::max(p.M, 1); m0 += kMC) {
+    const int m1 = std::min(p.M, m0 + kMC);
+    const ProductInit init = m0 == 0 ? p.init : ProductInit::out;
+    for (int k0 = 0; k0 < p.K; k0 += RK) {
+      const int rk = std::min(RK, p.K - k0);
+      for (int i0 = 0; i0 < p.I; i0 += RI) {
+        if (p.upper && i0 >= k0 + rk) break;   // every row below every column: strictly lower
+        const int ri = std::min(RI, p.I - i0);
+        // Each register-wide part of the lanes on its own, the tile's operands still in L1 for the next part.
+        for (int h = 0; h < kLaneParts; ++h) {
+          const Parts<TA, TB, L> v(p, h);
           if (ri == RI && rk == RK)
             tile<RI, RK>(v, i0, k0, m0, m1, init);
           else
