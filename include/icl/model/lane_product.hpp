@@ -11,8 +11,9 @@
 // Tiling: an RI x RK tile of outputs lives in registers while m runs over a block of MC terms; the block's
 // B panel (MC x RK) stays in L1 across the row tiles and A's block (I x MC) in L2.  Between m-blocks the
 // partial sums are stored in `out` (exact: the same float), so blocking does not change the order either.
-// The whole product runs once per register-wide part of the lanes (base/simd.hpp: 1 on AVX-512, 2 on
-// AVX2, 4 on SSE and NEON), the tile's entries being registers of that part: element-wise, so the same bits.
+// Each tile runs once per register-wide part of the lanes (base/simd.hpp: 1 on AVX-512, 2 on AVX2, 4 on SSE
+// and NEON), its entries registers of that part, the parts back to back while the tile's operands are in L1
+// (a part is in the same cache lines as the others): element-wise, so the same bits.
 #include <algorithm>
 
 #include "icl/base/simd.hpp"
@@ -139,7 +140,6 @@ void lane_product(const LaneProduct<TA, TB, L>& p) {
       for (int i0 = 0; i0 < p.I; i0 += RI) {
         if (p.upper && i0 >= k0 + rk) break;   // every row below every column: strictly lower
         const int ri = std::min(RI, p.I - i0);
-        // Each register-wide part of the lanes on its own, the tile's operands still in L1 for the next part.
         for (int h = 0; h < kLaneParts; ++h) {
           const Parts<TA, TB, L> v(p, h);
           if (ri == RI && rk == RK)
