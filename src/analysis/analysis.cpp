@@ -976,13 +976,15 @@ Analysis analyse_typed(const Point& p, const Trained& trained, const std::atomic
   const TaskBatch<T> eval_set = draw<T>(law, e.seed, e.which, p.eval_tasks);   // training's set
   const TaskLaw pool = pool_law(p);   // w from the training pool (task_pool > 0), else the fresh law
   check_stop(stop);
-  const TaskSet es = evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);
+  {
+    const TaskSet es = evaluation_set(p, bases, t, m, eval_set, p.task_pool > 0 ? &pool : nullptr, out, stop);
+    check_stop(stop);
+    if (p.rollout > 0) rollout(p, t, m, eval_set, es, out, stop);
+  }   // the set's spectra freed before the other sets are drawn
   check_stop(stop);
   if (probes_apply(p)) probe_similarity(p, trained.theta, out, stop);
   check_stop(stop);
   if (p.task_pool > 0) pool_tasks(p, pool, bases, t, m, out, stop);
-  check_stop(stop);
-  if (p.rollout > 0) rollout(p, t, m, eval_set, es, out, stop);
   check_stop(stop);
   if (p.context_curve > 0) context_curve(p, law, bases, t, m, p.task_pool > 0 ? &pool : nullptr, out, stop);
   check_stop(stop);
