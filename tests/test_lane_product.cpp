@@ -64,8 +64,10 @@ void check(const Shape& s, bool a_transposed, bool b_transposed, ProductInit ini
 template <class T, int RI, int RK>
 void check_all() {
   using L = Lane<T>;
-  // Edges in both output dimensions (tiles of 5), m-blocks of 64 crossed and not, single terms.
-  const std::vector<Shape> shapes = {{1, 1, 1}, {7, 13, 3}, {13, 7, 64}, {18, 23, 65}, {5, 5, 129}, {131, 9, 130}};
+  // Edges in both output dimensions (tiles of 5), m-blocks of 64 crossed and not (M = 129, 130: a short last
+  // block joins the one before; M = 145: 64 + 64 + 17), single terms, no terms (out = init).
+  const std::vector<Shape> shapes = {{1, 1, 1},    {7, 13, 3},   {13, 7, 64}, {18, 23, 65},
+                                     {5, 5, 129}, {131, 9, 130}, {9, 11, 145}, {6, 4, 0}};
   uint64_t seed = 100;
   for (const Shape& s : shapes)
     for (const bool at : {false, true})

@@ -67,6 +67,10 @@ namespace lane_product_detail {
 
 constexpr int kMC = 64;   // terms per m-block
 
+// The end of the m-block from m0: kMC terms, or all that are left when fewer than kMC / 4 would remain (a
+// short last block would cost a pass over every output's partial sum for a few terms: at M = 129, one).
+inline int m_block_end(int M, int m0) { return M - m0 < kMC + kMC / 4 ? M : m0 + kMC; }
+
 // The operands of one part h of the lanes (base/simd.hpp): registers, or the weights' scalars.
 template <class TA, class TB, class L>
 struct Parts {
@@ -132,8 +136,9 @@ inline void edge_tile(int ri, int rk, const Parts<TA, TB, L>& v, int i0, int k0,
 template <int RI = kTile.RI, int RK = kTile.RK, class TA, class TB, class L>
 void lane_product(const LaneProduct<TA, TB, L>& p) {
   using namespace lane_product_detail;
-  for (int m0 = 0; m0 < std::max(p.M, 1); m0 += kMC) {
-    const int m1 = std::min(p.M, m0 + kMC);
+  int m0 = 0;
+  do {
+    const int m1 = m_block_end(p.M, m0);
     const ProductInit init = m0 == 0 ? p.init : ProductInit::out;
     for (int k0 = 0; k0 < p.K; k0 += RK) {
       const int rk = std::min(RK, p.K - k0);
@@ -149,7 +154,8 @@ void lane_product(const LaneProduct<TA, TB, L>& p) {
         }
       }
     }
-  }
+    m0 = m1;
+  } while (m0 < p.M);
 }
 
 }  // namespace icl
