@@ -25,6 +25,12 @@ template <class T>
 Eigen::Map<const Arr<T>> arr(const Lane<T>& x) { return Eigen::Map<const Arr<T>>(reinterpret_cast<const T*>(&x)); }
 template <class T>
 Lane<T> splat(T x) { return Lane<T>{} + x; }
+// Lanes as kLaneParts registers each (base/simd.hpp), for element-wise loops: the lanes' bits, computed in
+// registers (GCC keeps a 64-byte vector in memory where the target's registers are narrower).
+template <class T>
+Register<T>* registers(Lane<T>* x) { return reinterpret_cast<Register<T>*>(x); }
+template <class T>
+const Register<T>* registers(const Lane<T>* x) { return reinterpret_cast<const Register<T>*>(x); }
 
 }  // namespace
 
@@ -195,11 +201,11 @@ void matmul_tn_forward(CMat<T> K, CMat<T> Q, Mat<T> S) {   // S(a, c) = sum_k K(
 
 template <class T>
 void matmul_tn_backward(CMat<T> K, CMat<T> Q, CMat<T> dS, Mat<T> dK, Mat<T> dQ) {
-  // dK(k, a) += sum_c Q(k, c) dS(a, c);  dQ(k, c) += sum_a K(k, a) dS(a, c)
+  // dK(k, a) = sum_c Q(k, c) dS(a, c);  dQ(k, c) = sum_a K(k, a) dS(a, c)
   lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{K.rows, dS.rows, dS.cols, Q.p, Q.ld, 1, dS.p, 1, dS.ld, dK.p,
-                                                      dK.ld, ProductInit::out});
+                                                      dK.ld});
   lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{K.rows, dS.cols, dS.rows, K.p, K.ld, 1, dS.p, dS.ld, 1, dQ.p,
-                                                      dQ.ld, ProductInit::out});
+                                                      dQ.ld});
 }
 
 template <class T>
@@ -209,27 +215,32 @@ void matmul_nn_forward(CMat<T> V, CMat<T> A, Mat<T> O) {   // O(k, c) = sum_a V(
 
 template <class T>
 void matmul_nn_backward(CMat<T> V, CMat<T> A, CMat<T> dO, Mat<T> dV, Mat<T> dA) {
-  // dV(k, a) += sum_c dO(k, c) A(a, c);  dA(a, c) = sum_k V(k, a) dO(k, c)
+  // dV(k, a) = sum_c dO(k, c) A(a, c);  dA(a, c) = sum_k V(k, a) dO(k, c)
   lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{V.rows, A.rows, dO.cols, dO.p, dO.ld, 1, A.p, 1, A.ld, dV.p,
-                                                      dV.ld, ProductInit::out});
+                                                      dV.ld});
   lane_product(LaneProduct<Lane<T>, Lane<T>, Lane<T>>{A.rows, dO.cols, V.rows, V.p, 1, V.ld, dO.p, dO.ld, 1, dA.p,
                                                       dA.ld});
 }
 
 template <class T>
 void clip_forward(Lane<T>* Y, int count, T a) {
-  const Lane<T> hi = splat<T>(a), lo = -hi;
-  for (int x = 0; x < count; ++x) {
-    Lane<T> v = Y[x];
+  using R = Register<T>;
+  const R hi = R{} + a, lo = -hi;
+  R* y = registers<T>(Y);
+  for (int x = 0; x < count * kLaneParts; ++x) {
+    R v = y[x];
     v = v > hi ? hi : v;
-    Y[x] = v < lo ? lo : v;
+    y[x] = v < lo ? lo : v;
   }
 }
 
 template <class T>
 void clip_backward(const Lane<T>* Y, Lane<T>* G, int count, T a) {
-  const Lane<T> hi = splat<T>(a), lo = -hi;
-  for (int x = 0; x < count; ++x) G[x] = (Y[x] < hi && Y[x] > lo) ? G[x] : Lane<T>{};
+  using R = Register<T>;
+  const R hi = R{} + a, lo = -hi;
+  const R* y = registers<T>(Y);
+  R* g = registers<T>(G);
+  for (int x = 0; x < count * kLaneParts; ++x) g[x] = (y[x] < hi && y[x] > lo) ? g[x] : R{};
 }
 
 #define ICL_BLOCKS(T)                                                                                         \

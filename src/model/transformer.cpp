@@ -303,6 +303,10 @@ struct LaneTransformer<T>::Impl {
   Mat<T> score(LaneVec<T>& x, int l, int h) {
     return {x.data() + (static_cast<size_t>(l) * s.heads + h) * nk * T_, nk, T_, T_};
   }
+  // Layer l's attention weights of head h.  Linear attention without a mask weighs by the scores themselves
+  // (A = S, dS = dA): they are read where they are, not copied.
+  bool scores_are_weights(int l) const { return attn_kind(s.attention_at(l)) == AttnKind::linear && !s.causal; }
+  Mat<T> weights(int l, int h) { return score(scores_are_weights(l) ? S : A, l, h); }
   Mat<T> hidden(LaneVec<T>& x, int l) { return mat(x, l, F, T_); }
   const T* w(int off) const { return off < 0 ? nullptr : W.data() + off; }
   L* dw(int off) { return off < 0 ? nullptr : dW.data() + off; }
@@ -367,8 +371,9 @@ struct LaneTransformer<T>::Impl {
     const T r = T(1) / std::sqrt(static_cast<T>(s.key)), sm = mix_s(o);
     for (int h = 0; h < s.heads; ++h) {
       matmul_tn_forward<T>(head(K, h, nk), head(Q, h, T_), score(S, l, h));          // S = k_h^T q_h
-      attention_weights_forward<T>(kind, s.causal, r, sm, score(S, l, h), score(Pm, l, h), score(A, l, h));
-      matmul_nn_forward<T>(head(V, h, nk), score(A, l, h), head(O, h, T_));          // o_h = v_h A_h
+      if (!scores_are_weights(l))
+        attention_weights_forward<T>(kind, s.causal, r, sm, score(S, l, h), score(Pm, l, h), score(A, l, h));
+      matmul_nn_forward<T>(head(V, h, nk), weights(l, h), head(O, h, T_));           // o_h = v_h A_h
     }
     dense_forward<T>(w(o.Wo), w(o.bo), O, hm);                                      // Hm = H + Wo^T o + bo
     for (int r2 = 0; r2 < E; ++r2)
@@ -412,16 +417,14 @@ struct LaneTransformer<T>::Impl {
     dense_backward<T, false>(w(o.Wo), O, dh, dO_, dw(o.Wo), dw(o.bo));
     Mat<T> Q = heads_of(q, l), K = heads_of(k, l), V = heads_of(v, l);
     Mat<T> dQ{dq.data(), HK, T_, T_}, dK{dk.data(), HK, T_, T_}, dV{dv.data(), HK, T_, T_};
-    for (auto& x : dk) x = L{};
-    for (auto& x : dv) x = L{};
-    for (auto& x : dq) x = L{};
     const AttnKind kind = attn_kind(s.attention_at(l));
     const T r = T(1) / std::sqrt(static_cast<T>(s.key)), sm = mix_s(o);
     L dmix{};
     Mat<T> da{dA.data(), nk, T_, T_};
     for (int h = 0; h < s.heads; ++h) {
-      matmul_nn_backward<T>(head(V, h, nk), score(A, l, h), head(dO_, h, T_), head(dV, h, nk), da);   // o_h = v_h A_h
-      attention_weights_backward<T>(kind, s.causal, r, sm, score(S, l, h), score(Pm, l, h), da, da, &dmix);
+      matmul_nn_backward<T>(head(V, h, nk), weights(l, h), head(dO_, h, T_), head(dV, h, nk), da);   // o_h = v_h A_h
+      if (!scores_are_weights(l))
+        attention_weights_backward<T>(kind, s.causal, r, sm, score(S, l, h), score(Pm, l, h), da, da, &dmix);
       matmul_tn_backward<T>(head(K, h, nk), head(Q, h, T_), da, head(dK, h, nk), head(dQ, h, T_));  // S = k_h^T q_h
     }
     if (o.mix >= 0) dW[o.mix] += dmix;

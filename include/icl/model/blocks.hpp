@@ -69,12 +69,12 @@ void attention_weights_backward(AttnKind kind, bool causal, T inv_sqrt_k, T s, C
 // Products of one head: S = K^T Q  (K: k x nk, Q: k x C -> S: nk x C);  O = V A  (V: k x nk, A: nk x C -> O: k x C).
 template <class T>
 void matmul_tn_forward(CMat<T> K, CMat<T> Q, Mat<T> S);
-// dK += Q dS^T (k x nk),  dQ += K dS (k x C).
+// dK = Q dS^T (k x nk),  dQ = K dS (k x C).
 template <class T>
 void matmul_tn_backward(CMat<T> K, CMat<T> Q, CMat<T> dS, Mat<T> dK, Mat<T> dQ);
 template <class T>
 void matmul_nn_forward(CMat<T> V, CMat<T> A, Mat<T> O);
-// dV += dO A^T (k x nk),  dA = V^T dO (nk x C).
+// dV = dO A^T (k x nk),  dA = V^T dO (nk x C).
 template <class T>
 void matmul_nn_backward(CMat<T> V, CMat<T> A, CMat<T> dO, Mat<T> dV, Mat<T> dA);
 
