@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Training throughput beside PyTorch and the machine's FP32 peak, measured in one run, single thread.
-# Needs python3-torch and, for a fair peer, OpenBLAS (Debian's default reference BLAS slows torch's
-# batched products several times): both are installed here if missing.  Rows 3 and 4 are [VO23]'s transformer
-# (bench_train 3, 4) beside bench/torch_transformer_peer.py.
+# Each row's % of peak is against the core's FP32 peak measured just before it.  Rows 3 and 4 are [VO23]'s
+# transformer (bench_train 3, 4) beside bench/torch_transformer_peer.py.  The build, the peer (PyTorch with
+# OpenBLAS: Debian's default reference BLAS slows its batched products several times) and the core:
+# bench/prelude.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-source bench/prelude.sh   # packages, build, one thread, $peak
-declare -A icl torch gf rss an an_run an_paper
+source bench/prelude.sh   # packages, build, one thread, $core, measure_peak, $peer_py
+declare -A icl torch gf pk rss an an_run an_paper
 for c in 1 2 3 4; do
-  line=$(taskset -c 0 "./$bld/bench/bench_train" $c)
+  pk[$c]=$(measure_peak)
+  line=$(pinned "$bld/bench/bench_train" $c)
   echo "$line" >&2
   icl[$c]=$(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
   gf[$c]=$(sed -n 's/.*gflops=\([0-9.]*\).*/\1/p' <<<"$line")
@@ -17,11 +19,13 @@ for c in 1 2 3 4; do
   an_run[$c]=$(sed -n 's/.*analysis_share_run=\([0-9.]*\).*/\1/p' <<<"$line")
   an_paper[$c]=$(sed -n 's/.*analysis_share_paper_budget=\([0-9.]*\).*/\1/p' <<<"$line")
 done
-# A peer's result line; its error output only if it fails, and then the benchmark stops saying so.
+# A peer's result line ("-" without a peer); its error output only if it fails, and then the benchmark stops
+# saying so.
 peer() {
   local err out
+  [ -n "$peer_py" ] || { echo "- -"; return; }
   err=$(mktemp)
-  if ! out=$(taskset -c 0 /usr/bin/python3 "$@" 2> "$err"); then
+  if ! out=$(pinned "$peer_py" "$@" 2> "$err"); then
     echo "run_bench: the PyTorch peer failed: $*" >&2
     cat "$err" >&2
     rm -f "$err"
@@ -40,16 +44,16 @@ torch[1]=$(awk '{print $2}' <<<"$tline1")
 torch[2]=$(awk '{print $2}' <<<"$tline2")
 torch[3]=$(awk '{print $2}' <<<"$tline3")
 torch[4]=$(awk '{print $2}' <<<"$tline4")
-blas=$(sed -n 's/.*blas=\([^ ]*\).*/\1/p' <<<"$tline1")
 
 echo
-echo "single thread, float32; FP32 peak of one core: ${peak} GFLOP/s; PyTorch $(/usr/bin/python3 -c 'import torch; print(torch.__version__)' 2>/dev/null) with BLAS ${blas}"
-printf '| %-28s | %12s | %14s | %9s | %12s | %9s | %12s |\n' config "icl steps/s" "torch steps/s" "icl/torch" "icl GFLOP/s" "% of peak" "peak RSS MiB"
-printf '|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------------ -------------- ---------------- ----------- -------------- ----------- --------------
+echo "single thread, float32; PyTorch peer: $(peer_name); % of peak: against the core's FP32 peak measured just before the row"
+printf '| %-28s | %12s | %14s | %9s | %12s | %10s | %9s | %12s |\n' config "icl steps/s" "torch steps/s" "icl/torch" "icl GFLOP/s" "FP32 peak" "% of peak" "peak RSS MiB"
+printf '|%s|%s|%s|%s|%s|%s|%s|%s|\n' ------------------------------ -------------- ---------------- ----------- -------------- ------------ ----------- --------------
 names=([1]="d=5 n=20 L=3 B=1000" [2]="d=10 n=20 L=7 B=2048" [3]="vo23 fig5 (L=2 H=1 B=2048)" [4]="vo23 fig8 (L=12 H=4 B=2048)")
 for c in 1 2 3 4; do
-  printf '| %-28s | %12.1f | %14.2f | %8.1fx | %12.1f | %8.1f%% | %12.1f |\n' "${names[$c]}" "${icl[$c]}" "${torch[$c]}" \
-    "$(awk -v a="${icl[$c]}" -v b="${torch[$c]}" 'BEGIN {print a / b}')" "${gf[$c]}" "$(awk -v a="${gf[$c]}" -v b="$peak" 'BEGIN {print 100 * a / b}')" "${rss[$c]}"
+  awk -v n="${names[$c]}" -v s="${icl[$c]}" -v t="${torch[$c]}" -v g="${gf[$c]}" -v p="${pk[$c]}" -v r="${rss[$c]}" 'BEGIN {
+    ts = t == "-" ? sprintf("%14s", "-") : sprintf("%14.2f", t); x = t == "-" ? sprintf("%9s", "-") : sprintf("%8.1fx", s / t)
+    printf "| %-28s | %12.1f | %s | %s | %12.1f | %10.1f | %8.1f%% | %12.1f |\n", n, s, ts, x, g, p, 100 * g / p, r }'
 done
 
 echo

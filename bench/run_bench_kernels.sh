@@ -6,14 +6,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/prelude.sh
-echo "FP32 peak of one core: $peak GFLOP/s"
+echo "FP32 peak of core $core: $peak GFLOP/s"
 pct() { awk -v peak="$peak" -F'gflops=' '/gflops=/ { split($2, g, " "); printf "%s  (%.0f%% of peak)\n", $0, 100 * g[1] / peak; next } { print }'; }
 for D in 21 33 65; do
   echo "== D = $D: register tiles"
-  "./$bld/bench/bench_tiles" "$D" 0.5 | pct
-  if [ -x "./$bld/bench/bench_simd" ]; then
+  pinned "$bld/bench/bench_tiles" "$D" 0.5 | pct
+  if [ -x "$bld/bench/bench_simd" ]; then
     echo "== D = $D: SIMD layers"
-    "./$bld/bench/bench_simd" "$D" 1 | pct
+    pinned "$bld/bench/bench_simd" "$D" 1 | pct
   else
     echo "== bench_simd not built (Highway missing: libhwy-dev)"
   fi

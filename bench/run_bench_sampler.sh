@@ -7,14 +7,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/prelude.sh
-echo "FP32 peak of one core: $peak GFLOP/s"
+echo "FP32 peak of core $core: $peak GFLOP/s"
 echo "== normal generators (chunks of 16 tasks, 70 normals a task)"
-taskset -c 0 "./$bld/bench/bench_normals" 2
+pinned "$bld/bench/bench_normals" 2
 echo "== training step (d, n = 2d, L = 2; the peer's loop), by sampler"
 printf '| %3s | %7s | %11s | %9s | %10s | %10s |\n' d sampler "steps/s" "% of peak" "data share" "model only"
 for d in 5 10; do
   for s in v1 v2; do
-    line=$(taskset -c 0 "./$bld/bench/bench_train" "d:$d" 400 "sampler=$s")
+    line=$(pinned "$bld/bench/bench_train" "d:$d" 400 "sampler=$s")
     sps=$(sed -n 's/.*steps_per_s=\([0-9.]*\).*/\1/p' <<<"$line")
     gf=$(sed -n 's/.*gflops=\([0-9.]*\).*/\1/p' <<<"$line")
     share=$(sed -n 's/.*data_share=\([0-9.]*\).*/\1/p' <<<"$line")
@@ -28,7 +28,7 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 for spec in lsa a23; do
   echo "== trained models, v1 against v2: bench/specs/sampler_$spec.ini"
-  "./$bld/icl-sweep" run "bench/specs/sampler_$spec.ini" -o "$out/$spec.h5" --quiet
+  "$bld/icl-sweep" run "bench/specs/sampler_$spec.ini" -o "$out/$spec.h5" --quiet
   metrics=test_loss
   [ "$spec" = a23 ] && metrics="test_loss analysis/precond_dist_whitened analysis/precond_a"
   "$py" bench/sampler_losses.py "$out/$spec.h5" $metrics
