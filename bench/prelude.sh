@@ -12,6 +12,10 @@
 # Defines $bld (the build measured), $core, pinned CMD... (CMD on $core), measure_peak (the peak of $core now)
 # and $peer_py (empty: no peer).
 march=${ICL_MARCH:-native}
+peer_py=${ICL_PEER_PYTHON:-}
+[ "$peer_py" = none ] && peer_py=""
+[ -z "$peer_py" ] || "$peer_py" -c 'import torch' 2>/dev/null ||
+  { echo "bench: ICL_PEER_PYTHON=$peer_py does not import torch (a Python with torch, or none)" >&2; exit 2; }
 if [ -z "${ICL_PEER_PYTHON:-}" ]; then
   need=()
   for p in python3-torch libopenblas0-pthread libhwy-dev; do   # libhwy-dev: bench_simd
@@ -25,6 +29,7 @@ if [ -z "${ICL_PEER_PYTHON:-}" ]; then
       echo "bench: not installed, and installing needs root: ${need[*]} (a Python with torch: ICL_PEER_PYTHON)" >&2
     fi
   fi
+  peer_py=$(tools/find-python torch 2>/dev/null) || peer_py=""
 fi
 if [ -n "${ICL_BENCH_BUILD:-}" ]; then
   bld=$ICL_BENCH_BUILD
@@ -52,11 +57,6 @@ pinned() { taskset -c "$core" "$@"; }
 # The FP32 peak of $core now: each table measures it beside every row, as a shared node's speed moves.
 measure_peak() { pinned "$bld/peak_fp32" | awk '/^peak_fp32_gflops/ {print $2}'; }
 peak=$(measure_peak)
-case ${ICL_PEER_PYTHON:-} in
-  none) peer_py="" ;;
-  "") peer_py=$(tools/find-python torch 2>/dev/null) || peer_py="" ;;
-  *) peer_py=$ICL_PEER_PYTHON ;;
-esac
 # The peer's PyTorch version and the BLAS it loaded ("none" without a peer).
 peer_name() {
   [ -n "$peer_py" ] || { echo "none"; return; }

@@ -2,7 +2,8 @@
 # The bench scripts as a cluster user runs them (issue 32, item 3): inside a cpuset without CPU 0, as a Slurm
 # job's often is, on a build given as it is (ICL_BENCH_BUILD) and without the PyTorch peer
 # (ICL_PEER_PYTHON=none).  `run_bench_d.sh` at d = 5 must print its row, measured on the one allowed core
-# beside that core's peak, and exit 0.  A build directory that does not exist is refused with exit 2.
+# beside that core's peak, and exit 0.  A build directory that does not exist, and a peer Python without
+# torch, are refused with exit 2.
 #   test_bench_scripts.sh SOURCE_DIR BUILD_DIR
 set -u
 src=$1 build=$2
@@ -45,4 +46,8 @@ err=$(ICL_BENCH_BUILD=/nonexistent ICL_PEER_PYTHON=none bash bench/run_bench_d.s
 rc=$?
 [ "$rc" -eq 2 ] && grep -q ICL_BENCH_BUILD <<<"$err" && ok "a missing build: exit 2 naming ICL_BENCH_BUILD" \
   || fail "a missing build: exit $rc, '$err'"
+err=$(ICL_BENCH_BUILD="$build" ICL_PEER_PYTHON=/bin/false bash bench/run_bench_d.sh 2>&1 >/dev/null)
+rc=$?
+[ "$rc" -eq 2 ] && grep -q "ICL_PEER_PYTHON=/bin/false" <<<"$err" && ok "a peer Python without torch: exit 2 naming it" \
+  || fail "a peer Python without torch: exit $rc, '$err'"
 [ "$failures" -eq 0 ]
