@@ -5,6 +5,7 @@
 // build's own choice (kTile) is marked.  bench/run_bench_kernels.sh prints it beside the FP32 peak.
 //   bench_tiles [D=33] [seconds per shape=0.5]
 //   bench_tiles --isa      the instruction set whose tiles this build uses (bench/prelude.sh)
+//   bench_tiles --bits     the width of its vector registers in bits (bench/prelude.sh: the peak kernel's must match)
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +30,10 @@ void time_shape(bench::Operands& o, double seconds) {
 int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--isa") == 0) {
     std::printf("%s\n", kVectorRegisters.name);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--bits") == 0) {
+    std::printf("%d\n", 8 * kVectorRegisters.bytes);
     return 0;
   }
   const int D = argc > 1 ? std::atoi(argv[1]) : 33;

@@ -5,8 +5,7 @@
 # OpenBLAS: Debian's default reference BLAS slows its batched products several times) and the core:
 # bench/prelude.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-source bench/prelude.sh   # packages, build, one thread, $core, measure_peak, $peer_py
+source "$(dirname "$0")/prelude.sh"   # packages, build, one thread, $core, measure_peak, $peer_py
 declare -A icl torch gf pk rss an an_run an_paper
 for c in 1 2 3 4; do
   pk[$c]=$(measure_peak)
@@ -19,21 +18,6 @@ for c in 1 2 3 4; do
   an_run[$c]=$(sed -n 's/.*analysis_share_run=\([0-9.]*\).*/\1/p' <<<"$line")
   an_paper[$c]=$(sed -n 's/.*analysis_share_paper_budget=\([0-9.]*\).*/\1/p' <<<"$line")
 done
-# A peer's result line ("-" without a peer); its error output only if it fails, and then the benchmark stops
-# saying so.
-peer() {
-  local err out
-  [ -n "$peer_py" ] || { echo "- -"; return; }
-  err=$(mktemp)
-  if ! out=$(pinned "$peer_py" "$@" 2> "$err"); then
-    echo "run_bench: the PyTorch peer failed: $*" >&2
-    cat "$err" >&2
-    rm -f "$err"
-    return 1
-  fi
-  rm -f "$err"
-  echo "$out"
-}
 tline1=$(peer bench/torch_peer.py --d 5 --n 20 --layers 3 --batch 1000 --seconds 15)
 tline2=$(peer bench/torch_peer.py --d 10 --n 20 --layers 7 --batch 2048 --lr 1e-4 --seconds 20)
 echo "$tline1" >&2; echo "$tline2" >&2

@@ -4,13 +4,12 @@
 # core, measured before each row, single thread, in one run (issue 13's target: >= 50% of peak and >= 10x the
 # peer at every d).  ICL_BENCH_D="5 64": those d only.  The build, the peer and the core: bench/prelude.sh.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-source bench/prelude.sh   # packages, build, one thread, $core, measure_peak, $peer_py
+source "$(dirname "$0")/prelude.sh"   # packages, build, one thread, $core, measure_peak, $peer_py
 echo "single thread, float32; PyTorch peer: $(peer_name)"
 echo "% of peak: the whole training step (drawing tasks, forward, backward, Adam) against the core's FP32 peak measured just before the row; model only: the step less drawing tasks"
 printf '| %4s | %4s | %5s | %12s | %14s | %9s | %12s | %10s | %9s | %10s |\n' d n batch "icl steps/s" "torch steps/s" "icl/torch" "icl GFLOP/s" "FP32 peak" "% of peak" "model only"
 printf '|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|\n' ------ ------ ------- -------------- ---------------- ----------- -------------- ------------ ----------- ------------
-for d in ${ICL_BENCH_D:-5 10 20 32 64 128}; do
+for d in "${bench_d[@]}"; do
   steps=$(( d <= 10 ? 400 : d <= 32 ? 60 : 12 ))
   row_peak=$(measure_peak)
   line=$(pinned "$bld/bench/bench_train" "d:$d" "$steps")
@@ -26,8 +25,7 @@ for d in ${ICL_BENCH_D:-5 10 20 32 64 128}; do
   for impl in bmm bcast; do
     [ -n "$peer_py" ] || break
     [ "$impl" = bcast ] && [ "$d" -gt 10 ] && continue
-    tline=$(pinned "$peer_py" bench/torch_peer.py --d "$d" --n $((2 * d)) --layers 2 --batch "$batch" \
-            --seconds 10 --impl "$impl" 2>/dev/null)
+    tline=$(peer bench/torch_peer.py --d "$d" --n $((2 * d)) --layers 2 --batch "$batch" --seconds 10 --impl "$impl")
     echo "$tline" >&2
     tsps=$(awk -v a="$tsps" -v b="$(awk '{print $2}' <<<"$tline")" 'BEGIN {print (b > a ? b : a)}')
   done

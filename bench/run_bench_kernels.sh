@@ -4,8 +4,7 @@
 # layer, Eigen's GEMM per task) at D = 21, 33, 65.  ICL_MARCH=haswell (etc.) builds that instruction set
 # (bench/prelude.sh).  Prints GFLOP/s and % of peak.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-source bench/prelude.sh
+source "$(dirname "$0")/prelude.sh"
 echo "FP32 peak of core $core: $peak GFLOP/s"
 pct() { awk -v peak="$peak" -F'gflops=' '/gflops=/ { split($2, g, " "); printf "%s  (%.0f%% of peak)\n", $0, 100 * g[1] / peak; next } { print }'; }
 for D in 21 33 65; do

@@ -5,8 +5,7 @@
 # (bench/specs/sampler_*.ini: the same points and seeds, each drawn by both samplers).  ICL_MARCH=haswell
 # (etc.) builds that instruction set (bench/prelude.sh).  SKIP_LOSSES=1 leaves out the sweeps (4 minutes).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-source bench/prelude.sh
+source "$(dirname "$0")/prelude.sh"
 echo "FP32 peak of core $core: $peak GFLOP/s"
 echo "== normal generators (chunks of 16 tasks, 70 normals a task)"
 pinned "$bld/bench/bench_normals" 2
@@ -24,8 +23,7 @@ for d in 5 10; do
 done
 [ "${SKIP_LOSSES:-0}" = 1 ] && exit 0
 py=$(tools/find-python numpy h5py)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+out=$bench_tmp
 for spec in lsa a23; do
   echo "== trained models, v1 against v2: bench/specs/sampler_$spec.ini"
   "$bld/icl-sweep" run "bench/specs/sampler_$spec.ini" -o "$out/$spec.h5" --quiet
