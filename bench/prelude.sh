@@ -49,8 +49,8 @@ bench_tmp=$(mktemp -d)
 trap 'rm -rf "$bench_tmp"' EXIT
 "$cxx" -O2 -march="$march" -std=c++17 bench/peak_fp32.cpp -o "$bench_tmp/peak_fp32" 2>"$bench_tmp/cxx.err" ||
   bench_refuse "ICL_MARCH=$march: must be a -march value $cxx accepts: $(head -n 1 "$bench_tmp/cxx.err")"
-probe_bits=$("$bench_tmp/peak_fp32" 0 1 2>/dev/null | awk '/^vector_bits/ {print $2}')
 if [ -n "$bld" ]; then
+  probe_bits=$("$bench_tmp/peak_fp32" 0 1 2>/dev/null | awk '/^vector_bits/ {print $2}')
   build_bits=$("$bld/bench/bench_tiles" --bits)
   [ "$probe_bits" = "$build_bits" ] || bench_refuse "ICL_MARCH=$march: must be the -march of ICL_BENCH_BUILD=$ICL_BENCH_BUILD" \
     "(the peak kernel's vectors are $probe_bits bits, the build's $build_bits)"

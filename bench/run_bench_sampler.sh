@@ -23,11 +23,10 @@ for d in 5 10; do
 done
 [ "${SKIP_LOSSES:-0}" = 1 ] && exit 0
 py=$(tools/find-python numpy h5py)
-out=$bench_tmp
 for spec in lsa a23; do
   echo "== trained models, v1 against v2: bench/specs/sampler_$spec.ini"
-  "$bld/icl-sweep" run "bench/specs/sampler_$spec.ini" -o "$out/$spec.h5" --quiet
+  "$bld/icl-sweep" run "bench/specs/sampler_$spec.ini" -o "$bench_tmp/$spec.h5" --quiet
   metrics=test_loss
   [ "$spec" = a23 ] && metrics="test_loss analysis/precond_dist_whitened analysis/precond_a"
-  "$py" bench/sampler_losses.py "$out/$spec.h5" $metrics
+  "$py" bench/sampler_losses.py "$bench_tmp/$spec.h5" $metrics
 done
