@@ -24,11 +24,9 @@
 #include "icl/data/data.hpp"
 #include "icl/run/options.hpp"
 #include "icl/run/run_point.hpp"
+#include "large_d.hpp"
 
 using namespace icl;
-
-// The large-d table's batch: about 2^15 / d tasks (at least 64), so one step stays near a second at d = 128.
-int batch_for_d(int d) { return std::max(64, (32768 / d) / 16 * 16); }
 
 int main(int argc, char** argv) {
   const std::string arg = argc > 1 ? argv[1] : "1";
@@ -44,7 +42,7 @@ int main(int argc, char** argv) {
       {"analysis", "false"}};
   if (d_sweep) {   // the loop of bench/torch_peer.py at d, n = 2d, L = 2
     s.insert(s.end(), {{"d", std::to_string(d_sweep)}, {"n", std::to_string(2 * d_sweep)}, {"layers", "2"},
-                       {"batch", std::to_string(batch_for_d(d_sweep))}, {"steps", "20"}, {"eval_tasks", "256"},
+                       {"batch", std::to_string(bench::batch_for_d(d_sweep))}, {"steps", "20"}, {"eval_tasks", "256"},
                        {"analysis", "false"}});
   } else if (config == 1) {
     s.insert(s.end(), {{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"batch", "1000"}, {"steps", "2000"}});
