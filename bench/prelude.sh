@@ -33,7 +33,7 @@ fi
 bld=""
 if [ -n "${ICL_BENCH_BUILD:-}" ]; then
   bld=$(bench_abs "$ICL_BENCH_BUILD")
-  for b in bench_train bench_tiles; do
+  for b in bench_train bench_tiles bench_lsa_split; do
     [ -x "$bld/bench/$b" ] || bench_refuse "ICL_BENCH_BUILD=$ICL_BENCH_BUILD: must be a build directory (no $bld/bench/$b)"
   done
 fi

@@ -50,6 +50,11 @@ cat > "$stub/bench/bench_train" <<EOF
 taskset -pc \$\$ | sed 's/.*: //' >> "$tmp/cpus.log"
 echo "icl config=\$1 d=5 n=10 layers=2 batch=64 status=ok steps=1 steps_per_s=100.0 flops_per_step=1e+06 gflops=10.00 data_share=0.100 final_loss=1 max_rss_mib=8.0 analysis_s=0.100 analysis_share_run=0.010 analysis_share_paper_budget=0.0010"
 EOF
+cat > "$stub/bench/bench_lsa_split" <<EOF
+#!/usr/bin/env bash
+taskset -pc \$\$ | sed 's/.*: //' >> "$tmp/cpus.log"
+echo "d=\$1 D=6 kernels=fixed chunks=4 products_gflops=9.00 model_gflops=8.00 products_ms=1.000 model_ms=1.100 draw_ms=0.500 draw_then_model_ms=1.600 interaction=0.000"
+EOF
 cat > "$stub/bench/bench_tiles" <<EOF
 #!/usr/bin/env bash
 case \$1 in
@@ -92,7 +97,7 @@ if [ -n "$cg" ]; then
   echo "$out"
   row=$(grep '^| *5 |' <<<"$out")
   [ "$rc" -eq 0 ] && grep -q "core $last\b" <<<"$out" &&
-    awk -F'|' '{ gsub(/ /, ""); exit !($5 > 0 && $6 == "-" && $7 == "-" && $8 > 0 && $9 > 0 && $10 ~ /%$/) }' <<<"$row" &&
+    awk -F'|' '{ gsub(/ /, ""); exit !($5 > 0 && $6 == "-" && $7 == "-" && $8 > 0 && $9 > 0 && $10 ~ /%$/ && $10 + 0 > 0) }' <<<"$row" &&
     ok "the real build in the cpuset: steps/s, GFLOP/s and the core's peak at d = 5, no peer columns" ||
     { fail "the real build in the cpuset: exit $rc, row '$row'"; cat "$tmp/err"; }
 else

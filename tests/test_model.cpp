@@ -2,6 +2,7 @@
 // against central finite differences (double), at zero, tiny and random weights.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "icl/model/gram.hpp"
@@ -100,6 +101,42 @@ void compare_with_reference(const Point& p, double tol) {
   EXPECT_LT(e_P, tol);
   EXPECT_LT(e_Q, tol);
   EXPECT_LT(e_Z, tol);
+}
+
+// params_backward (training's) gives model_backward's dP, dQ bit for bit, skipping only the input's gradient.
+template <class T>
+void params_backward_matches(const Point& p) {
+  const int B = 2 * kLanes<T> + 3;
+  const TaskBatch<T> batch = make_batch<T>(p, B);
+  const ParamLayout layout(p);
+  const std::vector<double> theta = random_theta(layout, 0.3, 12);
+  std::vector<T> P(layout.PQ_size()), Q(layout.PQ_size());
+  layout.expand(theta.data(), P.data(), Q.data());
+  std::vector<double> grads[2];
+  for (int with_input = 0; with_input < 2; ++with_input) {
+    LaneModel<T> model(model_shape(p));
+    model.set_weights(P.data(), Q.data());
+    model.zero_grad();
+    LaneVec<T> yhat(p.layers);
+    for (int c = 0; c < batch.chunks; ++c) {
+      model.model_forward(batch.chunk_Z(c), yhat.data());
+      const Lane<T> g = Lane<T>{} + static_cast<T>(0.3 + 0.1 * c);
+      if (with_input) model.model_backward(g);
+      else model.params_backward(g);
+    }
+    std::vector<double> dP(P.size()), dQ(Q.size());
+    model.grad(dP.data(), dQ.data());
+    grads[with_input] = dP;
+    grads[with_input].insert(grads[with_input].end(), dQ.begin(), dQ.end());
+  }
+  ASSERT_EQ(grads[0].size(), grads[1].size());
+  for (size_t x = 0; x < grads[0].size(); ++x) ASSERT_EQ(grads[0][x], grads[1][x]) << "entry " << x;
+  EXPECT_NE(*std::max_element(grads[1].begin(), grads[1].end()), 0.0);
+}
+
+TEST_P(ModelVsRef, ParamsBackwardIsModelBackwardsWeightsBitwise) {
+  params_backward_matches<float>(make_point(GetParam().settings));
+  params_backward_matches<double>(make_point(GetParam().settings));
 }
 
 TEST_P(ModelVsRef, Float64MatchesReference) { compare_with_reference<double>(make_point(GetParam().settings), 1e-10); }

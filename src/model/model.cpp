@@ -66,7 +66,7 @@ struct LinearSaved {
 // A linear layer's backward: its outputs and its scratch.
 template <class T>
 struct LinearGrads {
-  Lane<T>* dZ;    // D x N       dL/dZ, written
+  Lane<T>* dZ;    // D x N       dL/dZ, written; null: not computed
   Lane<T>* dPc;   // H x D x D   dL/dPc_h, added to (the chunks accumulate)
   Lane<T>* dQ;    // H x D x D   dL/dQ_h, added to
 };
@@ -97,7 +97,8 @@ void linear_forward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<
   apply_columns<FixedD, true>(D, N, N, K, D, 1, Z, Zout);
 }
 
-// Given G = dL/dZ' (D x N lanes) of the forward that saved `saved`: dZ, and dPc, dQ accumulated.
+// Given G = dL/dZ' (D x N lanes) of the forward that saved `saved`: dPc, dQ accumulated, and dZ unless it is
+// null (layer 0 in training: nothing reads the input's gradient, whose products dZ and dC are skipped).
 template <class T, int FixedD>
 void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<T>* Z,
                      const LinearSaved<const Lane<T>>& saved, const Lane<T>* G, const LinearGrads<T>& grads,
@@ -111,16 +112,18 @@ void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane
   // dK = G Z^T                                      <- Z' = Z + K Z
   outer_sum<FixedD>(D, N, G, Z, dK);
   // dZ = G + K^T G
-  apply_columns<FixedD, true>(D, N, N, K, 1, D, G, dZ);
-  for (int x = 0; x < DD; ++x) dC[x] = L{};
+  if (dZ) apply_columns<FixedD, true>(D, N, N, K, 1, D, G, dZ);
+  if (dZ)
+    for (int x = 0; x < DD; ++x) dC[x] = L{};
   for (int h = 0; h < H; ++h) {
     // dPc_h += dK CQ_h^T,  dCQ_h = Pc_h^T dK         <- K = sum_h Pc_h CQ_h
     add_matmul_bt<FixedD>(D, dK, CQ + h * DD, dPc + h * DD);
     matmul_rows<FixedD, false>(D, Pc + h * DD, 1, D, dK, dCQ);
     // dQ_h += C^T dCQ_h (C symmetric: C as stored),  dC += dCQ_h Q_h^T   <- CQ_h = C Q_h
     matmul_rows<FixedD, true>(D, C, D, 1, dCQ, dQ + h * DD);
-    add_matmul_bt<FixedD>(D, dCQ, Q + h * DD, dC);
+    if (dZ) add_matmul_bt<FixedD>(D, dCQ, Q + h * DD, dC);
   }
+  if (!dZ) return;
   // dz_j += (dC + dC^T) z_j, j < n                  <- C = sum_{j<n} z_j z_j^T   (dK is free again)
   L* const dC_sym = dK;
   for (int i = 0; i < D; ++i)
@@ -373,7 +376,7 @@ void LaneModel<T>::model_forward(const L* Z0, L* yhat) {
 }
 
 template <class T>
-void LaneModel<T>::model_backward(const L& dyhat) {
+void LaneModel<T>::backward(const L& dyhat, bool input_grad) {
   Impl& m = *impl_;
   const int D = m.D, N = m.N, n = m.n, H = m.H;
   for (auto& g : m.G) g = L{};
@@ -394,12 +397,18 @@ void LaneModel<T>::model_backward(const L& dyhat) {
                                  dPl + h * m.DD, dQl + h * m.DD, m.dZA.data(), m.dS.data(), m.dR.data());
       }
     } else {
-      m.bwd(dims, w, Z, m.template linear_saved<const L>(l), m.G.data(), {m.dZ.data(), dPl, dQl},
+      L* const dZ = l > 0 || input_grad ? m.dZ.data() : nullptr;
+      m.bwd(dims, w, Z, m.template linear_saved<const L>(l), m.G.data(), {dZ, dPl, dQl},
             {m.dK.data(), m.dCQ.data(), m.dC.data()});
     }
     m.G.swap(m.dZ);
   }
 }
+
+template <class T>
+void LaneModel<T>::model_backward(const L& dyhat) { backward(dyhat, true); }
+template <class T>
+void LaneModel<T>::params_backward(const L& dyhat) { backward(dyhat, false); }
 
 template <class T>
 const Lane<T>* LaneModel<T>::input_grad() const { return impl_->G.data(); }
@@ -428,19 +437,19 @@ void LaneModel<T>::grad(double* dP, double* dQ) const {
 template class LaneModel<float>;
 template class LaneModel<double>;
 
-// The products of model_forward / model_backward above, per layer and task, counted as multiply-adds:
-// linear attention builds Gamma = Z_ctx Z_ctx^T once (symmetric, D(D+1)/2 n) and applies P and Q per head;
-// softmax attention forms the n x N scores and their weighted sum per head, and its backward ~2x that.
+// The products of a training step's model_forward and params_backward above, per task, counted as
+// multiply-adds: linear attention builds Gamma = Z_ctx Z_ctx^T once (symmetric, D(D+1)/2 n) and applies P and Q
+// per head, and layer 0's backward skips the input's gradient (D^2 N + H D^3 + D^2 n); softmax attention forms
+// the n x N scores and their weighted sum per head, and its backward ~2x that.
 double model_flops_per_task(const ModelShape& s) {
   const double D = s.d + 1, N = s.n + 1, n = s.n, H = s.heads;
-  double per_layer;
   if (s.attention == Attention::linear) {
-    per_layer = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N      // forward
-                + 2 * D * D * N + 4 * H * D * D * D + D * D * n;          // backward
-  } else {
-    per_layer = H * (D * D * N + n * N * D + D * n * N + D * D * N) * 3;  // forward + ~2x backward
+    const double forward = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N;
+    const double input_grad = D * D * N + H * D * D * D + D * D * n;
+    const double backward = D * D * N + 3 * H * D * D * D + input_grad;
+    return 2.0 * ((forward + backward) * s.layers - input_grad);
   }
-  return 2.0 * per_layer * s.layers;
+  return 2.0 * H * (D * D * N + n * N * D + D * n * N + D * D * N) * 3 * s.layers;   // forward + ~2x backward
 }
 
 }  // namespace icl

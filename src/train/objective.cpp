@@ -16,7 +16,7 @@ double batch_loss(M& model, int layers, const TaskBatch<T>& batch, LaneVec<T>& y
     model.model_forward(batch.chunk_Z(c), yhat.data());
     const Lane<T> err = (yhat[layers - 1] - batch.y[c]) * batch.mask[c];
     loss += static_cast<double>(lane_sum<T>(err * err));
-    if (grad) model.model_backward(scale * err);
+    if (grad) model.params_backward(scale * err);
   }
   return loss / batch.B;
 }

@@ -24,7 +24,8 @@ ModelShape model_shape(const Point& p);
 // c of linear attention on contexts of length n: norm's 1/n (or 1), times residual's 1/L (or 1).
 double attention_c(const Point& p, int n);
 
-// Multiply-adds x 2 of one forward + backward pass on one task (the FLOP model of the cost estimate).
+// Multiply-adds x 2 of one training step's forward + backward on one task, the input's gradient not computed
+// (params_backward; the FLOP model of the cost estimate).
 double model_flops_per_task(const ModelShape& s);
 
 template <class T>
@@ -45,6 +46,10 @@ class LaneModel {
   // Backward of the last forward for dLoss/dyhat_L = dyhat (lanes).  Adds the chunk's dP, dQ into the
   // gradient accumulators and leaves dLoss/dZ0 in input_grad() (D x N lanes).
   void model_backward(const L& dyhat);
+  // model_backward for the weights alone, as training needs it: the same dP, dQ bit for bit, without the input's
+  // gradient (a linear layer 0's dZ and dC products, 1/6 of the pass at L = 2; softmax layers compute it
+  // anyway).  input_grad() is not defined after it.
+  void params_backward(const L& dyhat);
   const L* input_grad() const;
   const L* output() const;   // Z_L of the last forward (D x N lanes)
   void zero_grad();
@@ -52,6 +57,7 @@ class LaneModel {
   void grad(double* dP, double* dQ) const;
 
  private:
+  void backward(const L& dyhat, bool input_grad);
   struct Impl;
   ModelShape shape_;
   std::unique_ptr<Impl> impl_;

@@ -150,6 +150,9 @@ class LaneTransformer {
   void prefix_predictions(L* yhat) const;
   // Backward of the last forward for dLoss/dyhat_L = dyhat; adds into the gradient accumulators.
   void model_backward(const L& dyhat);
+  // The same, as training calls it (LaneModel::params_backward): here the raw tokens' gradient is computed
+  // anyway, one d_tok x E0 product a token beside the layers'.
+  void params_backward(const L& dyhat) { model_backward(dyhat); }
   // ... for dLoss/dyhat[j] of prefix_predictions (n+1 lanes).
   void prefix_backward(const L* dyhat);
   // Backward from dLoss/dH = G (E x T lanes) at the output of layer l (0-based) of the last forward,
