@@ -1,7 +1,8 @@
 // The LSA step split into its parts, each timed alone, best of 7, alternated (this machine's speed moves between
 // them; the peak kernel is a best-of too), at bench_train d:d's shapes (large_d.hpp), float, single thread:
 // - products: the kernels of model/lane_kernels.hpp called as linear_forward and linear_backward call them in
-//   training (src/model/model.cpp, params_backward: layer 0 without the input's gradient; keep the two in step),
+//   training (src/model/model.cpp, params_backward: layer 0 without the input's gradient, the last layer's
+//   readout products; keep the two in step),
 //   one head, L = 2 layers each on buffers of its own, over one step's chunks, and nothing else: no loss, no
 //   zeroing;
 // - model: the model's own loss and gradient (Objective::loss_grad) on one batch drawn once, the "model only"
@@ -9,7 +10,7 @@
 // - draw: drawing that batch (sample_tasks); draw_then_model: both in turn, as a training step runs them less
 //   Adam, so that `interaction`, (draw_then_model - draw - model) / draw_then_model, shows what the draw's
 //   writes cost the model after it.
-// FLOPs are model_flops_per_task's, as bench_train counts them.
+// FLOPs are model_train_flops_per_task's, as bench_train counts them.
 //   bench_lsa_split d      (d in 1..255)
 #include <algorithm>
 #include <chrono>
@@ -57,10 +58,16 @@ int run(int d) {
         apply_columns<FixedD, true>(D, N, N, K[l].data(), D, 1, Z[l].data(), Z[l + 1].data());
       }
       for (int l = kLayers - 1; l >= 0; --l) {
-        outer_sum<FixedD>(D, N, G.data(), Z[l].data(), dK.data());
-        if (l > 0) apply_columns<FixedD, true>(D, N, N, K[l].data(), 1, D, G.data(), dZ.data());
-        add_matmul_bt<FixedD>(D, dK.data(), CQ[l].data(), dPc[l].data());
-        matmul_rows<FixedD, false>(D, Pc.data(), 1, D, dK.data(), dCQ.data());
+        if (l == kLayers - 1) {   // the readout layer
+          readout_outer_sum(D, N, G.data(), Z[l].data(), dK.data());
+          readout_residual(D, N, n, K[l].data(), G.data(), dZ.data());
+          readout_head(D, dK.data(), CQ[l].data(), Pc.data(), dPc[l].data(), dCQ.data());
+        } else {
+          outer_sum<FixedD>(D, N, G.data(), Z[l].data(), dK.data());
+          if (l > 0) apply_columns<FixedD, true>(D, N, N, K[l].data(), 1, D, G.data(), dZ.data());
+          add_matmul_bt<FixedD>(D, dK.data(), CQ[l].data(), dPc[l].data());
+          matmul_rows<FixedD, false>(D, Pc.data(), 1, D, dK.data(), dCQ.data());
+        }
         matmul_rows<FixedD, true>(D, C[l].data(), D, 1, dCQ.data(), dQ[l].data());
         if (l == 0) continue;   // params_backward: no input gradient
         add_matmul_bt<FixedD>(D, dCQ.data(), Q.data(), dC.data());
@@ -74,7 +81,7 @@ int run(int d) {
   p.n = n;
   p.layers = kLayers;
   p.batch = batch;
-  const double flops = model_flops_per_task(model_shape(p)) * batch;
+  const double flops = model_train_flops_per_task(model_shape(p)) * batch;
   Objective<float> objective(p);
   TaskBatch<float> tasks;
   tasks.resize(batch, d, n);

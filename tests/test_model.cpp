@@ -146,6 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
     Shapes, ModelVsRef,
     ::testing::Values(
         RefCase{"linear_d5_L3", {{"d", "5"}, {"n", "20"}, {"layers", "3"}}},
+        RefCase{"linear_L1_H2", {{"d", "4"}, {"n", "9"}, {"layers", "1"}, {"heads", "2"}}},
         RefCase{"linear_d10_L2_H2", {{"d", "10"}, {"n", "20"}, {"layers", "2"}, {"heads", "2"}}},
         RefCase{"linear_d1_norm1", {{"d", "1"}, {"n", "4"}, {"layers", "2"}, {"norm", "1"}}},
         RefCase{"linear_fixedD_d15", {{"d", "15"}, {"n", "9"}, {"layers", "2"}, {"heads", "2"}}},

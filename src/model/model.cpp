@@ -98,11 +98,13 @@ void linear_forward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<
 }
 
 // Given G = dL/dZ' (D x N lanes) of the forward that saved `saved`: dPc, dQ accumulated, and dZ unless it is
-// null (layer 0 in training: nothing reads the input's gradient, whose products dZ and dC are skipped).
+// null (layer 0 in training: nothing reads the input's gradient, whose products dZ and dC are skipped).  With
+// `readout`, G is zero but for G[D-1, n] (the last layer in training), and the products of dK's zero rows
+// are left out (lane_kernels.hpp, readout_*): the same bits.
 template <class T, int FixedD>
 void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<T>* Z,
-                     const LinearSaved<const Lane<T>>& saved, const Lane<T>* G, const LinearGrads<T>& grads,
-                     const LinearScratch<T>& scratch) {
+                     const LinearSaved<const Lane<T>>& saved, const Lane<T>* G, bool readout,
+                     const LinearGrads<T>& grads, const LinearScratch<T>& scratch) {
   using L = Lane<T>;
   const int D = FixedD ? FixedD : dims.D, N = dims.N, n = dims.n, H = dims.H, DD = D * D;
   const T *const Pc = w.Pc, *const Q = w.Q;
@@ -110,15 +112,21 @@ void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane
   L *const dZ = grads.dZ, *const dPc = grads.dPc, *const dQ = grads.dQ;
   L *const dK = scratch.dK, *const dCQ = scratch.dCQ, *const dC = scratch.dC;
   // dK = G Z^T                                      <- Z' = Z + K Z
-  outer_sum<FixedD>(D, N, G, Z, dK);
+  if (readout) readout_outer_sum(D, N, G, Z, dK);
+  else outer_sum<FixedD>(D, N, G, Z, dK);
   // dZ = G + K^T G
-  if (dZ) apply_columns<FixedD, true>(D, N, N, K, 1, D, G, dZ);
+  if (dZ && readout) readout_residual(D, N, n, K, G, dZ);
+  else if (dZ) apply_columns<FixedD, true>(D, N, N, K, 1, D, G, dZ);
   if (dZ)
     for (int x = 0; x < DD; ++x) dC[x] = L{};
   for (int h = 0; h < H; ++h) {
     // dPc_h += dK CQ_h^T,  dCQ_h = Pc_h^T dK         <- K = sum_h Pc_h CQ_h
-    add_matmul_bt<FixedD>(D, dK, CQ + h * DD, dPc + h * DD);
-    matmul_rows<FixedD, false>(D, Pc + h * DD, 1, D, dK, dCQ);
+    if (readout) {
+      readout_head(D, dK, CQ + h * DD, Pc + h * DD, dPc + h * DD, dCQ);
+    } else {
+      add_matmul_bt<FixedD>(D, dK, CQ + h * DD, dPc + h * DD);
+      matmul_rows<FixedD, false>(D, Pc + h * DD, 1, D, dK, dCQ);
+    }
     // dQ_h += C^T dCQ_h (C symmetric: C as stored),  dC += dCQ_h Q_h^T   <- CQ_h = C Q_h
     matmul_rows<FixedD, true>(D, C, D, 1, dCQ, dQ + h * DD);
     if (dZ) add_matmul_bt<FixedD>(D, dCQ, Q + h * DD, dC);
@@ -136,7 +144,7 @@ using LinearForwardFn = void (*)(const LayerDims&, const LayerWeights<T>&, const
                                  const LinearSaved<Lane<T>>&, Lane<T>*);
 template <class T>
 using LinearBackwardFn = void (*)(const LayerDims&, const LayerWeights<T>&, const Lane<T>*,
-                                  const LinearSaved<const Lane<T>>&, const Lane<T>*, const LinearGrads<T>&,
+                                  const LinearSaved<const Lane<T>>&, const Lane<T>*, bool, const LinearGrads<T>&,
                                   const LinearScratch<T>&);
 
 // The kernels for D (fixed for D in kMinFixedD..kMaxFixedD, else generic).
@@ -398,7 +406,8 @@ void LaneModel<T>::backward(const L& dyhat, bool input_grad) {
       }
     } else {
       L* const dZ = l > 0 || input_grad ? m.dZ.data() : nullptr;
-      m.bwd(dims, w, Z, m.template linear_saved<const L>(l), m.G.data(), {dZ, dPl, dQl},
+      const bool readout = l == m.layers - 1 && !input_grad;   // G = -dyhat e_d e_n^T, the clip kept it so
+      m.bwd(dims, w, Z, m.template linear_saved<const L>(l), m.G.data(), readout, {dZ, dPl, dQl},
             {m.dK.data(), m.dCQ.data(), m.dC.data()});
     }
     m.G.swap(m.dZ);
@@ -437,19 +446,36 @@ void LaneModel<T>::grad(double* dP, double* dQ) const {
 template class LaneModel<float>;
 template class LaneModel<double>;
 
-// The products of a training step's model_forward and params_backward above, per task, counted as
-// multiply-adds: linear attention builds Gamma = Z_ctx Z_ctx^T once (symmetric, D(D+1)/2 n) and applies P and Q
-// per head, and layer 0's backward skips the input's gradient (D^2 N + H D^3 + D^2 n); softmax attention forms
-// the n x N scores and their weighted sum per head, and its backward ~2x that.
+// The products of model_forward and model_backward above, per task, counted as multiply-adds: linear attention
+// builds Gamma = Z_ctx Z_ctx^T once (symmetric, D(D+1)/2 n) and applies P and Q per head; softmax attention
+// forms the n x N scores and their weighted sum per head, and its backward ~2x that.
 double model_flops_per_task(const ModelShape& s) {
   const double D = s.d + 1, N = s.n + 1, n = s.n, H = s.heads;
+  double per_layer;
   if (s.attention == Attention::linear) {
-    const double forward = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N;
-    const double input_grad = D * D * N + H * D * D * D + D * D * n;
-    const double backward = D * D * N + 3 * H * D * D * D + input_grad;
-    return 2.0 * ((forward + backward) * s.layers - input_grad);
+    per_layer = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N      // forward
+                + 2 * D * D * N + 4 * H * D * D * D + D * D * n;          // backward
+  } else {
+    per_layer = H * (D * D * N + n * N * D + D * n * N + D * D * N) * 3;  // forward + ~2x backward
   }
-  return 2.0 * H * (D * D * N + n * N * D + D * n * N + D * D * N) * 3 * s.layers;   // forward + ~2x backward
+  return 2.0 * per_layer * s.layers;
+}
+
+// The same with params_backward for the backward.  A linear layer's backward computes dK = G Z^T, dPc, dCQ and
+// dQ, and the input's gradient (dZ, dC and (dC + dC^T) z_j) at every layer but the first; at the last, G is
+// zero but at the readout, and dK, dZ, dPc and dCQ shrink to a row, a column and two D x D sums of one term.
+double model_train_flops_per_task(const ModelShape& s) {
+  if (s.attention != Attention::linear) return model_flops_per_task(s);
+  const double D = s.d + 1, N = s.n + 1, n = s.n, H = s.heads;
+  const double forward = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N;
+  double total = 0.0;
+  for (int l = 0; l < s.layers; ++l) {
+    const bool last = l == s.layers - 1, input = l > 0;
+    total += forward + (last ? D * N : D * D * N)                      // dK = G Z^T
+             + H * (last ? 2 * D * D : 2 * D * D * D) + H * D * D * D  // dPc, dCQ; dQ
+             + (input ? (last ? D * D : D * D * N) + H * D * D * D + D * D * n : 0.0);   // dZ; dC; dC_sym z_j
+  }
+  return 2.0 * total;
 }
 
 }  // namespace icl

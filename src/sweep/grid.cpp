@@ -123,11 +123,13 @@ double estimate_seconds(const Point& p) {
                                                     : static_cast<double>(p.landscape.size());
   const double D = p.d + 1.0, bound = 2.0 * p.layers * p.heads * D * D;   // ParamLayout counts in int: only when it fits
   const double params = bound <= 2147483647.0 ? ParamLayout(p).size() : bound;
-  const double landscape = measurements * 2 * per_task * ((2.0 * params + 2) * p.hessian_tasks + 48.0 * p.batch);
-  return (per_task * p.batch * static_cast<double>(p.steps) + evals + analysis + landscape) / kNominalFlops + 0.01;
+  const double train_per_task = train_flops_per_task(p);   // loss_grad's, the landscape's gradients too
+  const double landscape = measurements * 2 * train_per_task * ((2.0 * params + 2) * p.hessian_tasks + 48.0 * p.batch);
+  const double training = train_per_task * p.batch * static_cast<double>(p.steps);
+  return (training + evals + analysis + landscape) / kNominalFlops + 0.01;
 }
 
-double estimate_step_seconds(const Point& p) { return flops_per_task(p) * p.batch / kNominalFlops; }
+double estimate_step_seconds(const Point& p) { return train_flops_per_task(p) * p.batch / kNominalFlops; }
 
 bool only_multiplies(const std::string& option) {
   static const std::set<std::string> names = {"w_prior", "norm", "act_clip", "optimizer", "lr", "beta1", "beta2",

@@ -149,6 +149,11 @@ double flops_per_task(const Point& p) {
                                      : model_flops_per_task(model_shape(p));
 }
 
+double train_flops_per_task(const Point& p) {
+  return p.arch == Arch::transformer ? transformer_flops_per_task(transformer_shape(p))
+                                     : model_train_flops_per_task(model_shape(p));
+}
+
 template class Objective<float>;
 template class Objective<double>;
 template class TransformerObjective<float>;

@@ -40,7 +40,7 @@ class TrainingRun {
     eval_set_.resize(p.eval_tasks, p.d, p.n);
     const EvalDraw e = eval_draw(p);   // fresh tasks: the point's own, or the sweep's shared set (eval_seed)
     sample_tasks(make_task_law(p), e.seed, e.which.stream, e.which.block, eval_set_);
-    r_.flops_per_step = flops_per_task(p) * p.batch;
+    r_.flops_per_step = train_flops_per_task(p) * p.batch;
     const size_t records = static_cast<size_t>(eval_record_bound(p));
     r_.curve_step.reserve(records);
     r_.curve_train_loss.reserve(records);

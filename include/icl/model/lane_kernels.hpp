@@ -213,4 +213,70 @@ __attribute__((always_inline)) inline void outer_sum(int D_, int N, const L* A, 
   }
 }
 
+// The readout layer's backward, where G = dL/dZ' (D x N lanes) is zero but for G[r, n], r = D - 1 (the loss
+// reads Z'[r, n] alone; LaneModel::params_backward): dK = G Z^T is row r alone, dZ = G + K^T G column n alone,
+// and the sums of dPc_h += dK CQ_h^T and dCQ_h = Pc_h^T dK over dK's rows have one term.  Each entry written is
+// the dense kernel's sum above (outer_sum, apply_columns, add_matmul_bt, matmul_rows) over the same terms in
+// the same order, and an entry left alone is one the dense kernel adds only zeros to.  So the bits are the dense
+// kernels' (tests/test_model.cpp, ParamsBackwardIsModelBackwardsWeightsBitwise), but for the sign of a gradient
+// entry that is zero: a sum from +0 is -0 only where every term underflows, and the dense kernel's +0 terms
+// then make it +0 (no optimiser step moves a weight by either).
+
+// dK = G Z^T, row r alone (the other rows, +0 in the dense product, are not written).  Like the kernels above,
+// each runs once per register-wide part of the lanes.
+template <class L>
+inline void readout_outer_sum(int D, int N, const L* G, const L* Z, L* dK) {
+  const int r = D - 1;
+  for (int h = 0; h < kLaneParts; ++h) {
+    const auto Gh = part(G, h), Zh = part(Z, h);
+    const auto Oh = part(dK, h);
+    using R = PartElement<decltype(Oh)>;
+    for (int k = 0; k < D; ++k) {
+      R acc{};
+      for (int j = 0; j < N; ++j) acc += Gh[r * N + j] * Zh[k * N + j];
+      Oh[r * D + k] = acc;
+    }
+  }
+}
+
+// dZ = G + K^T G: column n as apply_columns sums it, the other columns +0.
+template <class L>
+inline void readout_residual(int D, int N, int n, const L* K, const L* G, L* dZ) {
+  for (int x = 0; x < D * N; ++x) dZ[x] = L{};
+  for (int h = 0; h < kLaneParts; ++h) {
+    const auto Kh = part(K, h), Gh = part(G, h);
+    const auto Oh = part(dZ, h);
+    using R = PartElement<decltype(Oh)>;
+    for (int i = 0; i < D; ++i) {
+      R acc = Gh[i * N + n];
+      for (int m = 0; m < D; ++m) acc += Kh[m * D + i] * Gh[m * N + n];
+      Oh[i * N + n] = acc;
+    }
+  }
+}
+
+// dPc += dK CQ^T (row r alone changes) and dCQ = Pc^T dK (one term a sum), from dK's row r.
+template <class T, class L>
+inline void readout_head(int D, const L* dK, const L* CQ, const T* Pc, L* dPc, L* dCQ) {
+  const int r = D - 1;
+  for (int h = 0; h < kLaneParts; ++h) {
+    const auto dKh = part(dK, h), CQh = part(CQ, h);
+    const auto dPch = part(dPc, h), dCQh = part(dCQ, h);
+    using R = PartElement<decltype(dPch)>;
+    for (int m = 0; m < D; ++m) {
+      R acc = dPch[r * D + m];
+      for (int k = 0; k < D; ++k) acc += dKh[r * D + k] * CQh[m * D + k];
+      dPch[r * D + m] = acc;
+    }
+    for (int i = 0; i < D; ++i) {
+      const T p = Pc[r * D + i];
+      for (int k = 0; k < D; ++k) {
+        R acc{};
+        acc += p * dKh[r * D + k];
+        dCQh[i * D + k] = acc;
+      }
+    }
+  }
+}
+
 }  // namespace icl

@@ -24,9 +24,11 @@ ModelShape model_shape(const Point& p);
 // c of linear attention on contexts of length n: norm's 1/n (or 1), times residual's 1/L (or 1).
 double attention_c(const Point& p, int n);
 
-// Multiply-adds x 2 of one training step's forward + backward on one task, the input's gradient not computed
-// (params_backward; the FLOP model of the cost estimate).
+// Multiply-adds x 2 of one forward + backward pass (model_backward) on one task: the FLOP model of the analyses'
+// cost estimate.
 double model_flops_per_task(const ModelShape& s);
+// ... of a training step, forward + params_backward: flops_per_step and the training's cost estimate.
+double model_train_flops_per_task(const ModelShape& s);
 
 template <class T>
 class LaneModel {
@@ -46,9 +48,10 @@ class LaneModel {
   // Backward of the last forward for dLoss/dyhat_L = dyhat (lanes).  Adds the chunk's dP, dQ into the
   // gradient accumulators and leaves dLoss/dZ0 in input_grad() (D x N lanes).
   void model_backward(const L& dyhat);
-  // model_backward for the weights alone, as training needs it: the same dP, dQ bit for bit, without the input's
-  // gradient (a linear layer 0's dZ and dC products, 1/6 of the pass at L = 2; softmax layers compute it
-  // anyway).  input_grad() is not defined after it.
+  // model_backward for the weights alone, as training needs it: the same dP, dQ bit for bit (but for the sign of
+  // an entry that is zero, lane_kernels.hpp), without the input's gradient (a linear layer 0's dZ and dC
+  // products), and with the last linear layer's products of dK = G Z^T's zero rows left out (G is zero but at
+  // the readout).  Softmax layers run as in model_backward.  input_grad() is not defined after it.
   void params_backward(const L& dyhat);
   const L* input_grad() const;
   const L* output() const;   // Z_L of the last forward (D x N lanes)
