@@ -217,10 +217,10 @@ __attribute__((always_inline)) inline void outer_sum(int D_, int N, const L* A, 
 // reads Z'[r, n] alone; LaneModel::params_backward): dK = G Z^T is row r alone, dZ = G + K^T G column n alone,
 // and the sums of dPc_h += dK CQ_h^T and dCQ_h = Pc_h^T dK over dK's rows have one term.  Each entry written is
 // the dense kernel's sum above (outer_sum, apply_columns, add_matmul_bt, matmul_rows) over the same terms in
-// the same order, and an entry left alone is one the dense kernel adds only zeros to.  So the bits are the dense
-// kernels' (tests/test_model.cpp, ParamsBackwardIsModelBackwardsWeightsBitwise), but for the sign of a gradient
-// entry that is zero: a sum from +0 is -0 only where every term underflows, and the dense kernel's +0 terms
-// then make it +0 (no optimiser step moves a weight by either).
+// the same order, and an entry left alone is one the dense kernel adds only +0 products to (dPc's other rows,
+// +0 from zero_grad on and so on either path).  So the bits are the dense kernels', zeros' signs included
+// (tests/test_model.cpp, ParamsBackwardIsModelBackwardsWeightsBitwise), for finite values: with an inf or NaN in
+// the layer the dense kernels would spread NaN into the zero rows too, at a step training stops as diverged.
 
 // dK = G Z^T, row r alone (the other rows, +0 in the dense product, are not written).  Like the kernels above,
 // each runs once per register-wide part of the lanes.

@@ -48,10 +48,10 @@ class LaneModel {
   // Backward of the last forward for dLoss/dyhat_L = dyhat (lanes).  Adds the chunk's dP, dQ into the
   // gradient accumulators and leaves dLoss/dZ0 in input_grad() (D x N lanes).
   void model_backward(const L& dyhat);
-  // model_backward for the weights alone, as training needs it: the same dP, dQ bit for bit (but for the sign of
-  // an entry that is zero, lane_kernels.hpp), without the input's gradient (a linear layer 0's dZ and dC
-  // products), and with the last linear layer's products of dK = G Z^T's zero rows left out (G is zero but at
-  // the readout).  Softmax layers run as in model_backward.  input_grad() is not defined after it.
+  // model_backward for the weights alone, as training needs it: the same dP, dQ bit for bit (for finite values,
+  // lane_kernels.hpp), without the input's gradient (a linear layer 0's dZ and dC products), and with the last
+  // linear layer's products of dK = G Z^T's zero rows left out (G is zero but at the readout).  Softmax layers
+  // run as in model_backward.  input_grad() is not defined after it.
   void params_backward(const L& dyhat);
   const L* input_grad() const;
   const L* output() const;   // Z_L of the last forward (D x N lanes)

@@ -36,7 +36,7 @@ template <class T>
 std::unique_ptr<Trainable<T>> make_trainable(const Point& p);
 
 // Multiply-adds x 2 of one forward + backward pass on one task of p's model (the analyses' cost model), and of
-// one training step's (flops_per_step, the training's cost model: without the input's gradient).
+// one training step's (params_backward's: flops_per_step and the training's cost model).
 double flops_per_task(const Point& p);
 double train_flops_per_task(const Point& p);
 
