@@ -38,9 +38,6 @@
 namespace icl {
 namespace {
 
-// Fixed sizes measured faster than the tiled products on the bench machine (D = 17 is not).
-constexpr int kMinFixedD = 2, kMaxFixedD = 16;
-
 // The linear kernels (lane_kernels.hpp): FixedD = D at compile time, or 0 (the tiled lane_product).
 
 // Sizes of one layer: D = d+1 token rows, N = n+1 columns (n context tokens, then the query), H heads.

@@ -1,6 +1,6 @@
 #pragma once
 // The linear layer's products (model.cpp) on lanes of D x D and D x N matrices, row-major.  FixedD is D
-// known at compile time (2..16): the D-loops unroll and a block of up to KB registers (of a row of outputs,
+// known at compile time (kMinFixedD..kMaxFixedD below): the D-loops unroll and a block of up to KB registers (of a row of outputs,
 // or of one operand) lives in registers.  FixedD = 0 is D given at run time: the tiled lane_product.
 //
 // The kernels run once per register-wide part of the lanes (base/simd.hpp: one on AVX-512, two on AVX2, four
@@ -17,6 +17,10 @@
 namespace icl {
 
 inline constexpr int kRowBlock = kVectorRegisters.count - 2;   // the block and two operands in registers
+
+// The D that the linear model runs with fixed-size kernels (model.cpp), measured faster than the tiled products
+// on the bench machine (D = 17 is not); other D take FixedD = 0.
+inline constexpr int kMinFixedD = 2, kMaxFixedD = 16;
 
 // The kernels are always inlined into the layer's forward and backward, as they were when they lived in
 // model.cpp's unnamed namespace: without it GCC kept some of the unrolled D = 11 kernels as calls and a
