@@ -117,8 +117,8 @@ int run(int d, bool time_products) {
   }
   std::printf("d=%d D=%d kernels=%s chunks=%d products_gflops=%.2f model_gflops=%.2f products_ms=%.3f model_ms=%.3f "
               "draw_ms=%.3f draw_then_model_ms=%.3f interaction=%.3f\n",
-              d, D, FixedD ? "fixed" : time_products ? "tiled" : "fixed_not_here", chunks, flops / t_products / 1e9, flops / t_model / 1e9,
-              t_products * 1e3, t_model * 1e3, t_draw * 1e3, t_both * 1e3, (t_both - t_draw - t_model) / t_both);
+              d, D, FixedD ? "fixed" : time_products ? "tiled" : "fixed_not_here", chunks, flops / t_products / 1e9,
+              flops / t_model / 1e9, t_products * 1e3, t_model * 1e3, t_draw * 1e3, t_both * 1e3, (t_both - t_draw - t_model) / t_both);
   return 0;
 }
 

@@ -21,8 +21,9 @@
 // Backward: dZA = P^T G; dP += G ZA^T; dz_a += dZA A[a, :]^T; dA[a][j] = z_a^T dZA[:, j];
 //   dS = A (dA - sum_b A[b] dA[b]); dz_a += R dS[a, :]^T; dR = Z^ctx dS; dQ += dR Z^T; dZ += Q^T dR.
 //
-// The linear kernels are instantiated for D = 2..16 at compile time (so the D-loops unroll into
-// registers); larger D go through the register-tiled, cache-blocked lane products of lane_product.hpp.
+// The linear kernels are instantiated for D = kMinFixedD..kMaxFixedD (2..16, lane_kernels.hpp) at compile time
+// (so the D-loops unroll into registers); larger D go through the register-tiled, cache-blocked lane products
+// of lane_product.hpp.
 // Both accumulate every output in the naive order (test_lane_product checks the tiled products against the
 // naive sums bit for bit), so the two paths give the same bits.  The
 // softmax variant (a comparison, not the workhorse) is generic.

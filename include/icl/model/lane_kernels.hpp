@@ -1,7 +1,8 @@
 #pragma once
 // The linear layer's products (model.cpp) on lanes of D x D and D x N matrices, row-major.  FixedD is D
-// known at compile time (kMinFixedD..kMaxFixedD below): the D-loops unroll and a block of up to KB registers (of a row of outputs,
-// or of one operand) lives in registers.  FixedD = 0 is D given at run time: the tiled lane_product.
+// known at compile time (kMinFixedD..kMaxFixedD below): the D-loops unroll and a block of up to KB registers
+// (of a row of outputs, or of one operand) lives in registers.  FixedD = 0 is D given at run time: the tiled
+// lane_product.
 //
 // The kernels run once per register-wide part of the lanes (base/simd.hpp: one on AVX-512, two on AVX2, four
 // on SSE and NEON), so a block holds KB registers: kRowBlock = 30 with 32 registers (AVX-512, NEON: a whole
