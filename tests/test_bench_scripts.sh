@@ -104,6 +104,19 @@ else
   echo "note: no cpuset made here (not root, one CPU, or no cgroup cpuset to delegate): the stub runs above only"
 fi
 
+# bench_lsa_split times the products with the model's own kernels only: fixed-size at d = 5 and 10, tiled at
+# d >= 16; at the other d below 16 (fixed-size kernels it does not instantiate) they are nan, the model timed.
+for d in 5 12 16; do
+  case $d in
+    5) want='kernels=fixed .*products_gflops=[0-9][0-9.]* model_gflops=[0-9]' ;;
+    12) want='kernels=fixed_not_here .*products_gflops=nan model_gflops=[0-9]' ;;
+    16) want='kernels=tiled .*products_gflops=[0-9][0-9.]* model_gflops=[0-9]' ;;
+  esac
+  line=$("$build/bench/bench_lsa_split" "$d" 2>&1)
+  grep -q "$want" <<<"$line" && ok "bench_lsa_split $d: $(grep -o 'kernels=[a-z_]*' <<<"$line")" ||
+    fail "bench_lsa_split $d: '$line'"
+done
+
 # Bad settings: exit 2 naming the setting, nothing written to the build or the repository.
 refused() {   # WHAT SETTING... : run_bench_d.sh with the settings must exit 2 naming WHAT
   local what=$1 err rc
