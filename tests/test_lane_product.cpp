@@ -110,10 +110,10 @@ void check_tiles() {
 TEST(LaneProduct, Float32TiledEqualsReferenceBitwise) { check_tiles<float>(); }
 TEST(LaneProduct, Float64TiledEqualsReferenceBitwise) { check_tiles<double>(); }
 
-// The fixed-size kernels at row block KB against the generic path (FixedD = 0, the tiled products checked
-// above), bit for bit, on the same operands: the five kernels of a linear layer, weights as lanes and as
-// scalars where the layer has both.
-template <class T, int D, int KB>
+// The fixed-size kernels at row block KB, P rows (or columns) at a time (0: each kernel's own choice), against
+// the generic path (FixedD = 0, the tiled products checked above), bit for bit, on the same operands: the five
+// kernels of a linear layer, weights as lanes and as scalars where the layer has both.
+template <class T, int D, int KB, int P = 0>
 void check_kernels(uint64_t seed) {
   using L = Lane<T>;
   const int N = D + 3, n = D + 1, DD = D * D;
@@ -127,7 +127,8 @@ void check_kernels(uint64_t seed) {
   auto same = [&](const LaneVec<T>& fixed, const LaneVec<T>& generic, const char* what) {
     ASSERT_EQ(fixed.size(), generic.size());
     for (size_t x = 0; x < fixed.size(); ++x)
-      ASSERT_EQ(0, std::memcmp(&fixed[x], &generic[x], sizeof(L))) << what << " D " << D << " KB " << KB << " at " << x;
+      ASSERT_EQ(0, std::memcmp(&fixed[x], &generic[x], sizeof(L)))
+          << what << " D " << D << " KB " << KB << " P " << P << " at " << x;
   };
   auto both = [&](const char* what, const LaneVec<T>& init, auto&& run) {   // run(kernel's FixedD tag, out)
     LaneVec<T> fixed = init, generic = init;
@@ -138,24 +139,24 @@ void check_kernels(uint64_t seed) {
   for (const bool transposed : {false, true}) {
     const int a_row = transposed ? 1 : D, a_col = transposed ? D : 1;
     both("matmul_rows (lanes x weights)", B, [&](auto F, L* out) {
-      matmul_rows<decltype(F)::value, false, KB>(D, A.data(), a_row, a_col, W.data(), out);
+      matmul_rows<decltype(F)::value, false, KB, P>(D, A.data(), a_row, a_col, W.data(), out);
     });
     both("matmul_rows += (weights x lanes)", B, [&](auto F, L* out) {
-      matmul_rows<decltype(F)::value, true, KB>(D, W.data(), a_row, a_col, A.data(), out);
+      matmul_rows<decltype(F)::value, true, KB, P>(D, W.data(), a_row, a_col, A.data(), out);
     });
     both("apply_columns, residual", Y, [&](auto F, L* out) {
-      apply_columns<decltype(F)::value, true, KB>(D, N, N, A.data(), a_row, a_col, X.data(), out);
+      apply_columns<decltype(F)::value, true, KB, P>(D, N, N, A.data(), a_row, a_col, X.data(), out);
     });
     both("apply_columns +=, context columns", Y, [&](auto F, L* out) {
-      apply_columns<decltype(F)::value, false, KB>(D, N, n, A.data(), a_row, a_col, X.data(), out);
+      apply_columns<decltype(F)::value, false, KB, P>(D, N, n, A.data(), a_row, a_col, X.data(), out);
     });
   }
   both("add_matmul_bt (lanes)", B,
-       [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB>(D, A.data(), B.data(), out); });
+       [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB, P>(D, A.data(), B.data(), out); });
   both("add_matmul_bt (weights)", B,
-       [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB>(D, A.data(), W.data(), out); });
+       [&](auto F, L* out) { add_matmul_bt<decltype(F)::value, KB, P>(D, A.data(), W.data(), out); });
   both("gram", A, [&](auto F, L* out) { gram<decltype(F)::value, KB>(D, N, n, X.data(), out); });
-  both("outer_sum", A, [&](auto F, L* out) { outer_sum<decltype(F)::value, KB>(D, N, X.data(), Y.data(), out); });
+  both("outer_sum", A, [&](auto F, L* out) { outer_sum<decltype(F)::value, KB, P>(D, N, X.data(), Y.data(), out); });
 }
 
 template <class T, int D>
@@ -167,6 +168,12 @@ void check_blocks(uint64_t seed) {
     check_kernels<T, D, 6>(seed);
     check_kernels<T, D, 1>(seed);
     check_kernels<T, D, 5>(seed);
+    check_kernels<T, D, 30, 1>(seed);   // one row (or column) at a time
+    check_kernels<T, D, 14, 1>(seed);
+    check_kernels<T, D, 30, 2>(seed);   // two (N = D + 3 and n = D + 1 columns: one left alone when odd)
+    check_kernels<T, D, 14, 2>(seed);
+    check_kernels<T, D, 30, 3>(seed);   // three: groups of 3, then of 2 or 1
+    check_kernels<T, D, 2, 2>(seed);
   }
 }
 

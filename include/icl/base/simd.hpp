@@ -92,4 +92,20 @@ inline auto part(X* x, int h) {
 template <class V>
 using PartElement = std::remove_const_t<std::remove_reference_t<decltype(std::declval<const V&>()[0])>>;
 
+// x, held in a register for the code that follows: a value read once and used by several multiply-adds, which
+// GCC would otherwise read again from memory as an operand of each (a load per multiply-add, the limit of
+// the lane kernels on cores that load one vector per multiply-add).  Only where it names the register; no
+// instruction, the same value.
+template <class R>
+__attribute__((always_inline)) inline R in_register(R x) {
+  if constexpr (!std::is_arithmetic_v<R>) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    asm("" : "+v"(x));
+#elif defined(__GNUC__) && defined(__aarch64__)
+    asm("" : "+w"(x));
+#endif
+  }
+  return x;
+}
+
 }  // namespace icl

@@ -1,15 +1,15 @@
 #pragma once
 // The linear layer's products (model.cpp) on lanes of D x D and D x N matrices, row-major.  FixedD is D
 // known at compile time (kMinFixedD..kMaxFixedD below): the D-loops unroll and a block of up to KB registers
-// (of a row of outputs, or of one operand) lives in registers.  FixedD = 0 is D given at run time: the tiled
-// lane_product.
+// (of P rows of outputs, or of P rows of one operand; P = 1 or 2, rows_at_once below) lives in registers.
+// FixedD = 0 is D given at run time: the tiled lane_product.
 //
 // The kernels run once per register-wide part of the lanes (base/simd.hpp: one on AVX-512, two on AVX2, four
-// on SSE and NEON), so a block holds KB registers: kRowBlock = 30 with 32 registers (AVX-512, NEON: a whole
-// row of D <= 16), 14 with 16 (AVX2, SSE).  Blocking never changes an output's sum: each is
-// accumulated over its terms in their order, a partial sum stored between blocks is the same float, so
-// every KB gives the bits of the naive lane_product_ref (test_lane_product checks each kernel at several
-// KB, the generic path included).
+// on SSE and NEON), so a block holds KB registers: kRowBlock = 30 with 32 registers (AVX-512, NEON), 14 with
+// 16 (AVX2, SSE).  Blocking and grouping never change an output's sum: each is accumulated over its terms in
+// their order, a partial sum stored between blocks is the same float, so every KB and P gives the bits of
+// the naive lane_product_ref (test_lane_product checks each kernel at several KB and P, the generic path
+// included).
 #include <type_traits>
 
 #include "icl/base/simd.hpp"
@@ -35,78 +35,138 @@ __attribute__((always_inline)) inline void for_blocks(F&& f) {
   if constexpr (K0 + KN < D) for_blocks<D, KB, K0 + KN>(f);
 }
 
-// out = A B (kAccumulate = false) or out += A B (true), one output row at a time:
+// f(i, P') for the groups [i, i + P') of P indices of [0, count), in order; a last group of fewer is P' < P.
+template <int P, class F>
+__attribute__((always_inline)) inline void for_groups(int count, F&& f) {
+  int i = 0;
+  for (; i + P <= count; i += P) f(i, std::integral_constant<int, P>{});
+  if constexpr (P > 1) {
+    if (i < count) for_groups<P - 1>(count - i, [&](int i1, auto p) __attribute__((always_inline)) { f(i + i1, p); });
+  }
+}
+
+// The block of a kernel's D registers per row when P rows share KB registers.  KB counts the block's
+// registers and all but one of the P operands' (KB - P + 1 shared by P rows: at most (KB - P + 1) / P, at
+// least 1, per row); the fewest blocks of at most that many, split evenly.
+constexpr int blocks_of(int D, int KB, int P) {
+  const int most = (KB - P + 1) / P > 0 ? (KB - P + 1) / P : 1;
+  return (D + most - 1) / most;
+}
+constexpr int block_size(int D, int KB, int P) { return (D + blocks_of(D, KB, P) - 1) / blocks_of(D, KB, P); }
+
+// P, the rows (or columns) of outputs that share each value of the operand read in the innermost loop, when
+// a kernel is given P = 0 (its default): 2 when that operand is a lane, held in a register (in_register) for
+// its two multiply-adds, so one vector load serves two; 1 when it is a weight, whose broadcast from memory
+// needs no register.  apply_columns takes 2 only when that needs no more blocks than 1 (each block is another
+// pass over the output).  Measured on the kernels alone at D = 6, 11, 16 in the AVX-512 and AVX2 builds
+// (docs/performance.md, "Two rows at a time"); any P gives the same bits.
+template <class Shared>
+constexpr int rows_at_once(int P) {
+  return P > 0 ? P : std::is_arithmetic_v<Shared> ? 1 : 2;
+}
+constexpr int columns_at_once(int P, int D, int KB) {
+  return P > 0 ? P : blocks_of(D, KB, 2) == blocks_of(D, KB, 1) ? 2 : 1;
+}
+
+// out = A B (kAccumulate = false) or out += A B (true), P output rows at a time (each value of B read once
+// for the P rows):
 //   out[i, :] (+)= sum_m A(i, m) B[m, :],   A(i, m) = A[i * a_row + m * a_col]
 // (a_row = D, a_col = 1: A as stored; a_row = 1, a_col = D: its transpose).  out, B: D x D.
 // A and B are lanes or scalars (the weights, shared by the lanes).
-template <int FixedD, bool kAccumulate, int KB = kRowBlock, class TA, class TB, class L>
+template <int FixedD, bool kAccumulate, int KB = kRowBlock, int P0 = 0, class TA, class TB, class L>
 __attribute__((always_inline)) inline void matmul_rows(int D_, const TA* A, int a_row, int a_col, const TB* B, L* out) {
   if constexpr (FixedD == 0) {
     lane_product(LaneProduct<TA, TB, L>{D_, D_, D_, A, a_row, a_col, B, D_, 1, out, D_,
                                         kAccumulate ? ProductInit::out : ProductInit::zero});
   } else {
     constexpr int D = FixedD;
+    constexpr int P = rows_at_once<TB>(P0);
     for (int h = 0; h < kLaneParts; ++h) {
       const auto Ah = part(A, h), Bh = part(B, h);
       const auto Oh = part(out, h);
       using R = PartElement<decltype(Oh)>;
-      for (int i = 0; i < D; ++i)
-        // outputs k0 .. k0 + kn - 1 of row i
-        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
+      // outputs k0 .. k0 + kn - 1 of rows i .. i + rp - 1
+      for_groups<P>(D, [&](int i, auto rp) __attribute__((always_inline)) {
+        constexpr int RP = rp;
+        for_blocks<D, block_size(D, KB, P)>([&](auto k0, auto kn) __attribute__((always_inline)) {
           constexpr int K0 = k0, KN = kn;
-          R acc[KN];
+          R acc[RP][KN];
 #pragma GCC unroll 16
-          for (int k = 0; k < KN; ++k) acc[k] = kAccumulate ? Oh[i * D + K0 + k] : R{};
+          for (int r = 0; r < RP; ++r)
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) acc[r][k] = kAccumulate ? Oh[(i + r) * D + K0 + k] : R{};
 #pragma GCC unroll 16
           for (int m = 0; m < D; ++m) {
-            const PartElement<decltype(Ah)> a = Ah[i * a_row + m * a_col];
+            PartElement<decltype(Ah)> a[RP];
 #pragma GCC unroll 16
-            for (int k = 0; k < KN; ++k) acc[k] += a * Bh[m * D + K0 + k];
+            for (int r = 0; r < RP; ++r) a[r] = Ah[(i + r) * a_row + m * a_col];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) {
+              const auto b = RP > 1 ? in_register(Bh[m * D + K0 + k]) : Bh[m * D + K0 + k];
+#pragma GCC unroll 16
+              for (int r = 0; r < RP; ++r) acc[r][k] += a[r] * b;
+            }
           }
 #pragma GCC unroll 16
-          for (int k = 0; k < KN; ++k) Oh[i * D + K0 + k] = acc[k];
+          for (int r = 0; r < RP; ++r)
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) Oh[(i + r) * D + K0 + k] = acc[r][k];
         });
+      });
     }
   }
 }
 
-// out += A B^T:  out[i, m] += sum_k A[i, k] B[m, k], a block of row i of A held in registers (the terms k
+// out += A B^T:  out[i, m] += sum_k A[i, k] B[m, k], a block of P rows of A held in registers (the terms k
 // of a later block continue each sum where the earlier left it).  A, out: D x D lanes; B: lanes or scalars.
-template <int FixedD, int KB = kRowBlock, class TB, class L>
+template <int FixedD, int KB = kRowBlock, int P0 = 0, class TB, class L>
 __attribute__((always_inline)) inline void add_matmul_bt(int D_, const L* A, const TB* B, L* out) {
   if constexpr (FixedD == 0) {
     lane_product(LaneProduct<L, TB, L>{D_, D_, D_, A, D_, 1, B, 1, D_, out, D_, ProductInit::out});
   } else {
     constexpr int D = FixedD;
+    constexpr int P = rows_at_once<TB>(P0);
     for (int h = 0; h < kLaneParts; ++h) {
       const auto Ah = part(A, h), Bh = part(B, h);
       const auto Oh = part(out, h);
       using R = PartElement<decltype(Oh)>;
-      for (int i = 0; i < D; ++i)
-        // terms k0 .. k0 + kn - 1
-        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
+      // terms k0 .. k0 + kn - 1 of rows i .. i + rp - 1
+      for_groups<P>(D, [&](int i, auto rp) __attribute__((always_inline)) {
+        constexpr int RP = rp;
+        for_blocks<D, block_size(D, KB, P)>([&](auto k0, auto kn) __attribute__((always_inline)) {
           constexpr int K0 = k0, KN = kn;
-          R a[KN];
+          R a[RP][KN];
 #pragma GCC unroll 16
-          for (int k = 0; k < KN; ++k) a[k] = Ah[i * D + K0 + k];
+          for (int r = 0; r < RP; ++r)
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) a[r][k] = Ah[(i + r) * D + K0 + k];
 #pragma GCC unroll 16
           for (int m = 0; m < D; ++m) {
-            R acc = Oh[i * D + m];
+            R acc[RP];
 #pragma GCC unroll 16
-            for (int k = 0; k < KN; ++k) acc += a[k] * Bh[m * D + K0 + k];
-            Oh[i * D + m] = acc;
+            for (int r = 0; r < RP; ++r) acc[r] = Oh[(i + r) * D + m];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) {
+              const auto b = RP > 1 ? in_register(Bh[m * D + K0 + k]) : Bh[m * D + K0 + k];
+#pragma GCC unroll 16
+              for (int r = 0; r < RP; ++r) acc[r] += a[r][k] * b;
+            }
+#pragma GCC unroll 16
+            for (int r = 0; r < RP; ++r) Oh[(i + r) * D + m] = acc[r];
           }
         });
+      });
     }
   }
 }
 
-// Columns j < cols of X (D x N lanes) through M (D x D lanes), a block of column j held in registers:
+// Columns j < cols of X (D x N lanes) through M (D x D lanes), a block of P columns held in registers (each
+// value of M read once for the P columns):
 //   kResidual:  out[:, j]  = X[:, j] + M X[:, j]
 //   otherwise:  out[:, j] += M X[:, j]
 // M(i, k) = M[i * m_row + k * m_col] (m_row = D, m_col = 1: M as stored; 1, D: its transpose).  out and X
 // must not overlap (a later block reads X after out is written).
-template <int FixedD, bool kResidual, int KB = kRowBlock, class L>
+template <int FixedD, bool kResidual, int KB = kRowBlock, int P0 = 0, class L>
 __attribute__((always_inline)) inline void apply_columns(int D_, int N, int cols, const L* M, int m_row, int m_col,
                                                          const L* X, L* out) {
   if constexpr (FixedD == 0) {
@@ -114,25 +174,37 @@ __attribute__((always_inline)) inline void apply_columns(int D_, int N, int cols
                                       kResidual ? ProductInit::x : ProductInit::out, X});
   } else {
     constexpr int D = FixedD;
+    constexpr int P = columns_at_once(P0, D, KB);
     for (int h = 0; h < kLaneParts; ++h) {
       const auto Mh = part(M, h), Xh = part(X, h);
       const auto Oh = part(out, h);
       using R = PartElement<decltype(Oh)>;
-      for (int j = 0; j < cols; ++j)
-        // terms k0 .. k0 + kn - 1
-        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
+      // terms k0 .. k0 + kn - 1 of columns j .. j + cp - 1
+      for_groups<P>(cols, [&](int j, auto cp) __attribute__((always_inline)) {
+        constexpr int CP = cp;
+        for_blocks<D, block_size(D, KB, P)>([&](auto k0, auto kn) __attribute__((always_inline)) {
           constexpr int K0 = k0, KN = kn;
-          R x[KN];
+          R x[CP][KN];
 #pragma GCC unroll 16
-          for (int k = 0; k < KN; ++k) x[k] = Xh[(K0 + k) * N + j];
+          for (int c = 0; c < CP; ++c)
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) x[c][k] = Xh[(K0 + k) * N + j + c];
 #pragma GCC unroll 16
           for (int i = 0; i < D; ++i) {
-            R acc = kResidual && K0 == 0 ? Xh[i * N + j] : Oh[i * N + j];
+            R acc[CP];
 #pragma GCC unroll 16
-            for (int k = 0; k < KN; ++k) acc += Mh[i * m_row + (K0 + k) * m_col] * x[k];
-            Oh[i * N + j] = acc;
+            for (int c = 0; c < CP; ++c) acc[c] = kResidual && K0 == 0 ? Xh[i * N + j + c] : Oh[i * N + j + c];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) {
+              const R m = CP > 1 ? in_register(Mh[i * m_row + (K0 + k) * m_col]) : Mh[i * m_row + (K0 + k) * m_col];
+#pragma GCC unroll 16
+              for (int c = 0; c < CP; ++c) acc[c] += m * x[c][k];
+            }
+#pragma GCC unroll 16
+            for (int c = 0; c < CP; ++c) Oh[i * N + j + c] = acc[c];
           }
         });
+      });
     }
   }
 }
@@ -188,32 +260,46 @@ __attribute__((always_inline)) inline void gram(int D_, int N, int n, const L* X
     for (int k = i + 1; k < D; ++k) C[k * D + i] = C[i * D + k];
 }
 
-// out = A B^T over all N columns:  out[i, k] = sum_j A[i, j] B[k, j].  A, B: D x N lanes; out: D x D.
-template <int FixedD, int KB = kRowBlock, class L>
+// out = A B^T over all N columns:  out[i, k] = sum_j A[i, j] B[k, j], P rows of out at a time.  A, B: D x N
+// lanes; out: D x D.
+template <int FixedD, int KB = kRowBlock, int P0 = 0, class L>
 __attribute__((always_inline)) inline void outer_sum(int D_, int N, const L* A, const L* B, L* out) {
   if constexpr (FixedD == 0) {
     lane_product(LaneProduct<L, L, L>{D_, D_, N, A, N, 1, B, 1, N, out, D_});
   } else {
     constexpr int D = FixedD;
+    constexpr int P = rows_at_once<L>(P0);
     for (int h = 0; h < kLaneParts; ++h) {
       const auto Ah = part(A, h), Bh = part(B, h);
       const auto Oh = part(out, h);
       using R = PartElement<decltype(Oh)>;
-      for (int i = 0; i < D; ++i)
-        // outputs k0 .. k0 + kn - 1 of row i
-        for_blocks<D, KB>([&](auto k0, auto kn) __attribute__((always_inline)) {
+      // outputs k0 .. k0 + kn - 1 of rows i .. i + rp - 1
+      for_groups<P>(D, [&](int i, auto rp) __attribute__((always_inline)) {
+        constexpr int RP = rp;
+        for_blocks<D, block_size(D, KB, P)>([&](auto k0, auto kn) __attribute__((always_inline)) {
           constexpr int K0 = k0, KN = kn;
-          R acc[KN];
+          R acc[RP][KN];
 #pragma GCC unroll 16
-          for (int k = 0; k < KN; ++k) acc[k] = R{};
+          for (int r = 0; r < RP; ++r)
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) acc[r][k] = R{};
           for (int j = 0; j < N; ++j) {
-            const R a = Ah[i * N + j];
+            R a[RP];
 #pragma GCC unroll 16
-            for (int k = 0; k < KN; ++k) acc[k] += a * Bh[(K0 + k) * N + j];
+            for (int r = 0; r < RP; ++r) a[r] = Ah[(i + r) * N + j];
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) {
+              const R b = RP > 1 ? in_register(Bh[(K0 + k) * N + j]) : Bh[(K0 + k) * N + j];
+#pragma GCC unroll 16
+              for (int r = 0; r < RP; ++r) acc[r][k] += a[r] * b;
+            }
           }
 #pragma GCC unroll 16
-          for (int k = 0; k < KN; ++k) Oh[i * D + K0 + k] = acc[k];
+          for (int r = 0; r < RP; ++r)
+#pragma GCC unroll 16
+            for (int k = 0; k < KN; ++k) Oh[(i + r) * D + K0 + k] = acc[r][k];
         });
+      });
     }
   }
 }
