@@ -84,6 +84,21 @@ grep -q "(running" <<<"$st" && grep -q "not running" <<<"$st2" && ok "status tel
 run1 "$slow" -o "$dir/lock.h5" --resume || fail "resume after the lock attack"
 compare "$dir/refk.h5" "$dir/lock.h5" "lock attack + resume == uninterrupted"
 
+# 3b. Two new runs started together on one output: the one that waits for the lock while the other finishes
+#     must not start over on the finished result (ICL_SWEEP_PAUSE_BEFORE_LOCK holds it between its check of the
+#     output and the lock: the window a real race has).  It is refused, the finished file kept byte for byte.
+rm -rf "$dir/race.h5" "$dir/race.h5.points"
+ICL_SWEEP_PAUSE_BEFORE_LOCK=6 run1 "$stop" -o "$dir/race.h5" >"$dir/race.out" 2>&1 &
+late=$!
+sleep 1
+run1 "$spec" -o "$dir/race.h5" || fail "the first of two racing runs"
+before=$(md5sum < "$dir/race.h5")
+wait $late; rc=$?
+[ $rc -eq 2 ] && grep -qF "the sweep output exists" "$dir/race.out" && [ "$(md5sum < "$dir/race.h5")" = "$before" ] \
+  && ok "two racing new runs: the later is refused once it has the lock, the finished file unchanged" \
+  || fail "two racing new runs: the later exited $rc ($(cat "$dir/race.out")), file $( [ "$(md5sum < "$dir/race.h5")" = "$before" ] && echo kept || echo replaced)"
+compare "$dir/ref.h5" "$dir/race.h5" "two racing new runs: the finished result == uninterrupted"
+
 # 4. A failing point and a failing analysis among good ones: NaN and the reason, weights kept, retried.
 ICL_SWEEP_FAULTS="train:2 analysis:5" run1 "$spec" -o "$dir/f.h5" || fail "sweep with injected faults"
 "$py" - "$dir/f.h5" <<'PY' && ok "failed point: NaN metrics and its reason; failed analysis: weights and losses kept" || fail "failed point storage"

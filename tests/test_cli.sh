@@ -66,6 +66,22 @@ grep -q "^measured    .* core-hours in all on this core" <<<"$out" || { echo "FA
 out=$("$bin" run "$dir/spec.ini" -o "$dir/m.h5" --measure 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "option '--measure': applies only with --dry-run" <<<"$out" && [ ! -e "$dir/m.h5" ] \
   || { echo "FAIL: --measure without --dry-run: rc $rc: $out"; fail=1; }
+# Options of a resume without --resume, an empty output name, an output that is a directory: exit 2, nothing
+# written (they ran, and wrote a file named after the spec, or trained every point before failing to rename).
+for flag in --retry-failed --allow-mixed-builds; do
+  out=$(cd "$dir" && "$bin" run "$dir/spec.ini" -o "$dir/r.h5" $flag 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -qF "option '$flag': applies only with --resume" <<<"$out" && [ ! -e "$dir/r.h5" ] && [ ! -e "$dir/r.h5.points" ] \
+    || { echo "FAIL: $flag without --resume: rc $rc: $out"; fail=1; }
+done
+out=$(cd "$dir" && "$bin" run "$dir/spec.ini" -o "" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "option '--output' = '': must name the sweep's file" <<<"$out" && [ ! -e "$dir/spec.h5" ] \
+  || { echo "FAIL: -o '': rc $rc: $out"; fail=1; }
+mkdir -p "$dir/isdir.h5/x"
+for flag in "" --force --resume; do
+  out=$("$bin" run "$dir/spec.ini" -o "$dir/isdir.h5" $flag 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -qF "is a directory" <<<"$out" && [ -d "$dir/isdir.h5/x" ] && [ ! -e "$dir/isdir.h5.points" ] \
+    || { echo "FAIL: an output that is a directory ($flag): rc $rc: $out"; fail=1; }
+done
 # status and verify of a FIFO named OUT.h5: refused at once, naming it (HDF5 would block opening it: it hung).
 mkfifo "$dir/fifo.h5"
 for cmd in status verify; do

@@ -111,5 +111,5 @@ check_refused "an unknown searched axis" "'search' = 'noise': must name axes of 
 check_refused "the landscape along legs" "'landscape' is measured along the whole trajectory" --landscape every:100
 check_refused "a reduction of 1" "'reduction' = '1': must be one integer from 2 to 1000" --reduction 1
 check_refused "an unknown rung metric" "'rung_metric' = 'loss_gd'" --rung_metric loss_gd
-check_refused "--retry-failed" "option 'retry-failed': not with successive halving" --retry-failed
+check_refused "--retry-failed" "option 'retry-failed': not with successive halving" --resume --retry-failed
 [ $failures -eq 0 ] && echo "all halving sweep checks passed" || { echo "$failures check(s) failed"; exit 1; }

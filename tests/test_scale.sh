@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The store at scale, on one machine (issue 28): 2x10^4 trivially cheap points on 2 ranks end to end
 # (every point stored exactly once, verified, read by the loader), every operation linear (its work
-# counted with ICL_SWEEP_STATS at 10^4 and 2x10^4 points: doubling the points doubles the counts), a
+# counted with ICL_SWEEP_STATS at 10^4 and 2x10^4 points: doubling the points doubles the counts; successive
+# halving's scheduler among them), a
 # file whose number of HDF5 objects does not grow with the points, and 64 ranks oversubscribed on the
 # CI machine giving the same file as 2.
 set -u
@@ -44,6 +45,16 @@ linear() {   # linear NAME COUNTS_AT_N COUNTS_AT_2N: every count at most doubles
 for cmd in status verify merge; do linear "$cmd" "$(counts $cmd "$dir/n1.h5")" "$(counts $cmd "$dir/n2.h5")"; done
 linear "resume of a complete sweep" "$(counts run "$dir/n1.ini" -o "$dir/n1.h5" --resume --quiet)" \
   "$(counts run "$dir/n2.ini" -o "$dir/n2.h5" --resume --quiet)"
+# Successive halving with one condition of 10^4 and 2x10^4 candidates (the seeds of one rate): its scheduler
+# (halving_visits) and the store stay linear.  A pass over the condition at every result was quadratic.
+for k in 1 2; do
+  { cheap $((5000 * k)); printf 'steps = 4\nlr = 1e-3 1e-2\nsearch = replica lr\nrungs = 1 2\nreduction = 2\n'; } \
+    | grep -v '^steps = 1$' > "$dir/h$k.ini"
+done
+linear "halving run" "$(counts run "$dir/h1.ini" -o "$dir/h1.h5" --quiet --progress 0)" \
+  "$(counts run "$dir/h2.ini" -o "$dir/h2.h5" --quiet --progress 0)"
+out=$("$bin" status "$dir/h2.h5")
+grep -q "^done *20000 / 20000 points" <<<"$out" && ok "halving at 2x10^4 candidates: complete" || fail "halving at 2x10^4: $out"
 o1=$(h5ls -r "$dir/n1.h5" | wc -l); o2=$(h5ls -r "$dir/n2.h5" | wc -l)
 [ "$o1" = "$o2" ] && ok "HDF5 objects: $o1 at 10^4 and 2x10^4 points (no per-point groups)" || fail "HDF5 objects $o1 -> $o2"
 

@@ -244,6 +244,10 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   }
   args->spec_path = vm.count("spec") ? vm["spec"].as<std::string>() : default_spec();
   args->out = vm.count("output") ? vm["output"].as<std::string>() : "";
+  if (vm.count("output") && args->out.empty()) {
+    if (root) std::cerr << "icl-sweep run: option '--output' = '': must name the sweep's file (OUT.h5)\n";
+    return kExitUsage;
+  }
   if (args->out.empty()) {
     std::string stem = args->spec_path.substr(args->spec_path.find_last_of('/') + 1);
     args->out = stem.substr(0, stem.rfind('.')) + ".h5";
@@ -266,6 +270,11 @@ int parse_run_args(int argc, char** argv, RunArgs* args) {
   args->output.force = vm["force"].as<bool>();
   args->output.retry_failed = vm["retry-failed"].as<bool>();
   args->output.allow_mixed_builds = vm["allow-mixed-builds"].as<bool>();
+  for (const char* name : {"retry-failed", "allow-mixed-builds"})
+    if (vm[name].as<bool>() && !args->output.resume) {
+      if (root) std::cerr << "icl-sweep run: option '--" << name << "': applies only with --resume\n";
+      return kExitUsage;
+    }
   // The job scripts set ICL_EXPECT_RANKS to the tasks they asked for: a launcher that does not join the
   // ranks into one MPI job (srun whose MPI plugin does not match this MPI: each task starts as a singleton
   // of 1 rank) is refused here, before anything is written, instead of running the sweep N times over.

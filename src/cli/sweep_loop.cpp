@@ -28,6 +28,7 @@
 
 #include "icl/cli/live_view.hpp"
 #include "icl/io/io_error.hpp"
+#include "icl/io/io_stats.hpp"
 #include "icl/io/point_log.hpp"
 #include "icl/parallel/parallel.hpp"
 #include "icl/sweep/halving.hpp"
@@ -155,6 +156,7 @@ class Dispatcher {
  public:
   Dispatcher(const sweep::Spec& spec, const sweep::Grid& grid, const SweepOutput& output, const std::atomic<bool>& stop)
       : h_(spec.halving), grid_(grid), output_(output), stop_(stop), halving_(spec, grid), log_(output.dir()) {}
+  ~Dispatcher() { io::io_stats().halving_visits += halving_.work(); }
 
   // The logs of earlier runs: finished points and rung records, all taken in before the decisions they
   // allow (sweep::Halving::restore: a decision taken halfway would depend on the order they are read in).

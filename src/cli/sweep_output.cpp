@@ -9,11 +9,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/spec_file.hpp"
@@ -43,6 +46,13 @@ std::vector<std::string> entries(const std::string& dir) {
     ::closedir(d);
   }
   return names;
+}
+
+// Test hook (ICL_SWEEP_PAUSE_BEFORE_LOCK=seconds): sleep between the check of the output and taking its
+// lock, so that a test can finish another run on the same output in that window.
+void test_pause_before_lock() {
+  if (const char* v = std::getenv("ICL_SWEEP_PAUSE_BEFORE_LOCK"))
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(v)));
 }
 
 int refuse(const std::string& out, const std::string& why) {
@@ -213,17 +223,39 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
   struct stat st;
   if (::stat(parent.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) return refuse(out_, "directory '" + parent + "' does not exist");
   if (::access(parent.c_str(), W_OK | X_OK) != 0) return refuse(out_, "directory '" + parent + "' is not writable");
-  const bool dir_exists = ::stat(dir_.c_str(), &st) == 0;
-  if (dir_exists && !S_ISDIR(st.st_mode)) throw io::IoError("'" + dir_ + "' exists and is not a directory: move it away");
-  const bool output_exists = cli::path_exists(out_) || dir_exists;
-  if (output_exists && !opt.resume && !opt.force) return refuse(out_, "the sweep output exists; pass --resume to continue it or --force to start over");
+  if (::stat(out_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return refuse(out_, "it is a directory: the sweep's file must be a file (OUT.h5)");
+  if (::stat(dir_.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) throw io::IoError("'" + dir_ + "' exists and is not a directory: move it away");
+  // A new sweep (neither --resume nor --force) needs an output that holds nothing: no OUT.h5 and no logs (an
+  // empty OUT.h5.points/, as a refused command leaves it, holds nothing).  Checked before the lock, so that a
+  // refusal writes nothing, and again once the lock is ours: a run that started beside this one may have
+  // finished, or stopped, while this one waited for the lock.
+  const auto refuse_existing = [&] {
+    return refuse(out_, "the sweep output exists; pass --resume to continue it or --force to start over");
+  };
+  const auto holds_something = [&] { return cli::path_exists(out_) || !entries(dir_).empty(); };
+  const bool fresh = !opt.resume && !opt.force;
+  if (fresh && holds_something()) return refuse_existing();
+  test_pause_before_lock();
   if (!lock(wait_lock)) {
     refuse(out_, "another icl-sweep run is writing it (a run, or the merge after one: it holds the lock on " + dir_ + "/); try again later");
     return kExitBusy;
   }
+  if (fresh && holds_something()) return refuse_existing();
+  const int code = prepare_locked(opt);
+  // A refusal writes nothing: the log directory this run made goes again while it is empty.  (A run that
+  // waits for its lock then holds a removed directory, and its first log fails with an I/O error.)
+  if (code != 0 && made_dir_ && entries(dir_).empty()) {
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+    ::rmdir(dir_.c_str());
+  }
+  return code;
+}
 
+int SweepOutput::prepare_locked(const OutputOptions& opt) {
   std::remove(merging_marker(dir_).c_str());   // a merge that was killed: the lock is ours now
   // Temporaries of this sweep's merges that were killed: no one else can be writing them now.
+  const std::string parent = parent_of(out_);
   const std::string stem = base_of(out_) + ".icl-merge-" + hash_text() + "-";
   for (const std::string& name : entries(parent))
     if (name.compare(0, stem.size(), stem) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0)
@@ -367,7 +399,8 @@ void SweepOutput::import_rows(const io::Verification& v) const {
 
 // The lock: the log directory itself, so that no file anyone could delete guards the sweep.
 bool SweepOutput::lock(bool wait) {
-  if (::mkdir(dir_.c_str(), 0755) != 0 && errno != EEXIST) throw io::io_error("cannot create", dir_);
+  made_dir_ = ::mkdir(dir_.c_str(), 0755) == 0;
+  if (!made_dir_ && errno != EEXIST) throw io::io_error("cannot create", dir_);
   lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
   if (wait) return ::flock(lock_fd_, LOCK_EX) == 0;

@@ -149,6 +149,8 @@ Halving::Halving(const Spec& spec, const Grid& grid)
   final_.assign(P, 0);
   flying_.assign(P, 0);
   decided_.assign(cond_.members.size(), 0);
+  pending_.assign(cond_.members.size(), 0);
+  for (int64_t c = 0; c < static_cast<int64_t>(cond_.members.size()); ++c) recount(c);
   unfinished_ = static_cast<int64_t>(P);
   for (size_t k = 0; k < grid.order.size(); ++k) runnable_.insert(static_cast<int64_t>(k));
   order_ = grid.order;
@@ -164,6 +166,7 @@ void Halving::learn(int64_t p, const Trained& run) {
 
 void Halving::take_rung(int64_t p, int rung, const Trained& run) {
   ICL_CHECK(rung >= 0 && rung < rungs());
+  const bool was_pending = pending_now(p);
   learn(p, run);
   reached_[p] = std::max(reached_[p], rung);
   stood_[p] = std::max(stood_[p], rung);
@@ -171,10 +174,12 @@ void Halving::take_rung(int64_t p, int rung, const Trained& run) {
     flying_[p] = 0;
     --in_flight_;
   }
+  pending_[cond_.of_point[p]] += static_cast<int>(pending_now(p)) - static_cast<int>(was_pending);
   refresh(p);
 }
 
 void Halving::take_finished(int64_t p, const Trained& run) {
+  const bool was_pending = pending_now(p);
   learn(p, run);
   // The rungs its record shows it stood at: it trained past them, or stopped there still training (a
   // pruned point); one that diverged on a rung's very step never stood there.
@@ -189,6 +194,7 @@ void Halving::take_finished(int64_t p, const Trained& run) {
     final_[p] = 1;
     --unfinished_;
   }
+  pending_[cond_.of_point[p]] += static_cast<int>(pending_now(p)) - static_cast<int>(was_pending);
   refresh(p);
 }
 
@@ -227,16 +233,30 @@ void Halving::refresh(int64_t p) {
   if (!final_[p] && !flying_[p] && reached_[p] < promoted_[p]) runnable_.insert(position_[p]);
 }
 
-bool Halving::resolved(int64_t c, int r) const {
-  for (int64_t m : cond_.members[c])
-    if (promoted_[m] >= r && !known(m, r) && !final_[m]) return false;
-  return true;
+// Member m still owes its condition a result at rung r: it may train to r, has no metric there and is not
+// final.  The condition decides rung r when none does.
+bool Halving::pending_at(int64_t m, int r) const { return promoted_[m] >= r && !known(m, r) && !final_[m]; }
+
+bool Halving::pending_now(int64_t p) const {
+  const int r = decided_[cond_.of_point[p]];
+  return r < rungs() && pending_at(p, r);
+}
+
+// pending_[c], the members that owe condition c a result at the rung it decides next: counted once per rung
+// (a pass over the members), then kept by take_rung and take_finished, so that deciding stays linear in
+// the points (a pass over the members at each result was quadratic in a condition's candidates).
+void Halving::recount(int64_t c) {
+  pending_[c] = 0;
+  if (decided_[c] >= rungs()) return;
+  for (int64_t m : cond_.members[c]) pending_[c] += pending_at(m, decided_[c]);
+  work_ += static_cast<int64_t>(cond_.members[c].size());
 }
 
 void Halving::decide(int64_t c) {
-  while (decided_[c] < rungs() && resolved(c, decided_[c])) {
+  while (decided_[c] < rungs() && pending_[c] == 0) {
     const int r = decided_[c];
     std::vector<std::pair<double, int64_t>> ranked;   // (metric, point); missing or not finite: last
+    work_ += static_cast<int64_t>(cond_.members[c].size());
     for (int64_t m : cond_.members[c])
       if (promoted_[m] >= r) {
         const double v = known(m, r) ? metric_[m * rungs() + r] : NAN;
@@ -261,6 +281,7 @@ void Halving::decide(int64_t c) {
       refresh(m);
     }
     ++decided_[c];
+    recount(c);
   }
 }
 

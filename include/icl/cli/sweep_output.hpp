@@ -115,6 +115,7 @@ class SweepOutput {
 
  private:
   bool lock(bool wait);   // the exclusive flock on dir_ (retried briefly: `status` probes it)
+  int prepare_locked(const OutputOptions& opt);   // prepare's steps that need the lock
   // --resume: OUT.h5's identity (format, attributes, spec, builds) must be ours; refusals print why.
   int check_identity(const OutputOptions& opt, io::Verification* v) const;
   // --resume: OUT.h5's intact finished rows that the logs lack go to a log of their own.
@@ -126,6 +127,7 @@ class SweepOutput {
   uint64_t hash_;
   bool retry_failed_ = false;
   int lock_fd_ = -1;
+  bool made_dir_ = false;          // lock() created dir_ (a refusal removes it again while it is empty)
   mutable std::mutex mu_;          // the index is updated by the monitor thread and the main thread
   mutable std::unique_ptr<LogIndex> index_;
 };

@@ -103,6 +103,7 @@ class Halving {
   int64_t in_flight() const { return in_flight_; }
   int rungs() const { return static_cast<int>(rung_step_.size()); }
   int64_t rung_step(int r) const { return rung_step_[r]; }
+  int64_t work() const { return work_; }      // members visited in deciding: linear in the points (test_scale.sh)
 
  private:
   bool known(int64_t p, int r) const { return known_[p * rungs() + r] != 0; }
@@ -110,7 +111,9 @@ class Halving {
   void take_rung(int64_t p, int rung, const Trained& run);   // reached() and finished() without deciding
   void take_finished(int64_t p, const Trained& run);
   void decide(int64_t condition);             // every decision of the condition that its results allow
-  bool resolved(int64_t condition, int r) const;
+  bool pending_at(int64_t p, int r) const;    // p owes its condition a result at rung r
+  bool pending_now(int64_t p) const;          // ... at the rung its condition decides next
+  void recount(int64_t condition);
   void refresh(int64_t p);                    // in or out of the runnable set
 
   HalvingSpec h_;
@@ -123,10 +126,11 @@ class Halving {
   std::vector<int> stood_;                   // highest rung it stood at still training: a checkpoint, a record past it (-1)
   std::vector<uint8_t> final_, flying_;
   std::vector<int> decided_;                 // per condition: rungs decided
+  std::vector<int64_t> pending_;             // per condition: members pending_at its next rung
   std::vector<int64_t> order_;               // the grid's longest-first order
   std::set<int64_t> runnable_;               // positions in it
   std::vector<Pruned> pruned_;
-  int64_t unfinished_ = 0, in_flight_ = 0;
+  int64_t unfinished_ = 0, in_flight_ = 0, work_ = 0;
 };
 
 }  // namespace icl::sweep
