@@ -76,6 +76,11 @@ done
 out=$(cd "$dir" && "$bin" run "$dir/spec.ini" -o "" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "option '--output' = '': must name the sweep's file" <<<"$out" && [ ! -e "$dir/spec.h5" ] \
   || { echo "FAIL: -o '': rc $rc: $out"; fail=1; }
+# verify --repair's refusals name verify --repair, not --resume (which it was not given).
+"$bin" run "$dir/spec.ini" -o "$dir/v.h5" --steps 20 --batch 16 --quiet || { echo "FAIL: a small sweep"; fail=1; }
+out=$("$bin" verify "$dir/v.h5" --repair --spec "$dir/spec.ini" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "'$dir/v.h5': verify --repair: it was written by a different spec" <<<"$out" \
+  || { echo "FAIL: verify --repair with another spec: rc $rc: $out"; fail=1; }
 mkdir -p "$dir/isdir.h5/x"
 for flag in "" --force --resume; do
   out=$("$bin" run "$dir/spec.ini" -o "$dir/isdir.h5" $flag 2>&1); rc=$?

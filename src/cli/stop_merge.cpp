@@ -119,6 +119,7 @@ int merge_main(int argc, char** argv) {
     SweepOutput output(out, grid, spec.text);
     OutputOptions opt;
     opt.resume = true;
+    opt.asked = "merge";
     if (const int code = output.prepare(opt, after_stop)) return code;
     std::ofstream(merging_marker(output.dir())) << ::getpid() << "\n";
     keep.text.push_back({"ended_utc", io::utc_now()});

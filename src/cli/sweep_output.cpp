@@ -273,7 +273,7 @@ int SweepOutput::prepare_locked(const OutputOptions& opt) {
   if (!opt.allow_mixed_builds)
     for (const std::string& b : idx.builds())
       if (b != io::build_identity())
-        return refuse(out_, "--resume: points in " + dir_ + "/ were computed by another build (" + b + "; this is " + io::build_identity() +
+        return refuse(out_, std::string(opt.asked) + ": points in " + dir_ + "/ were computed by another build (" + b + "; this is " + io::build_identity() +
                                 "); rebuild that version, or pass --allow-mixed-builds");
   if (v.n_points >= 0) import_rows(v);
   return 0;
@@ -340,18 +340,18 @@ int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) c
     return 0;
   };
   if (v->n_points < 0) {
-    if (!opt.repair) return refuse(out_, "--resume: it is unreadable (" + (v->problems.empty() ? "" : v->problems[0]) + "): " + fix);
+    if (!opt.repair) return refuse(out_, std::string(opt.asked) + ": it is unreadable (" + (v->problems.empty() ? "" : v->problems[0]) + "): " + fix);
     return keep_aside("is unreadable");
   }
   if (v->format_version != io::kFormatVersion) {
     if (opt.repair && !v->attributes_intact) return keep_aside("has damaged attributes (its format among them)");
-    return refuse(out_, "--resume: it was written in format " + std::to_string(v->format_version) + " by another version of icl-sweep (this one writes " +
+    return refuse(out_, std::string(opt.asked) + ": it was written in format " + std::to_string(v->format_version) + " by another version of icl-sweep (this one writes " +
                             std::to_string(io::kFormatVersion) + "): continue it with that version, or --force to start over");
   }
   const io::File f = io::File::open_read(out_);
   std::string why;
   if (!v->attributes_intact) {
-    if (!opt.repair) return refuse(out_, "--resume: its identity attributes (spec, spec_hash, ...) are damaged: " + fix);
+    if (!opt.repair) return refuse(out_, std::string(opt.asked) + ": its identity attributes (spec, spec_hash, ...) are damaged: " + fix);
     // Repair with the spec the user names: every intact row is kept if the rows are this grid's points.
     if (v->n_points != grid_.size() || !rows_are_the_plans(f, grid_, v->row_intact, &why))
       return refuse(out_, "--repair: its attributes are damaged and its rows are not this spec's points (" +
@@ -362,17 +362,17 @@ int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) c
   }
   const std::string stored = io::get_attr_string(f, "/", "spec_hash");
   if (stored != hash_text())
-    return refuse(out_, "--resume: it was written by a different spec (hash " + stored + ", this spec " + hash_text() +
+    return refuse(out_, std::string(opt.asked) + ": it was written by a different spec (hash " + stored + ", this spec " + hash_text() +
                             "); use the original spec, or --force to start over");
   if (v->n_points != grid_.size() || !rows_are_the_plans(f, grid_, v->row_intact, &why))
-    return refuse(out_, "--resume: its rows are not this spec's points (" +
+    return refuse(out_, std::string(opt.asked) + ": its rows are not this spec's points (" +
                             (v->n_points != grid_.size() ? std::to_string(v->n_points) + " rows, not " + std::to_string(grid_.size()) : why) +
                             "): " + fix);
   if (!opt.allow_mixed_builds) {
     std::istringstream builds(io::get_attr_string(f, "/", "builds"));
     for (std::string b; std::getline(builds, b);)
       if (b != io::build_identity())
-        return refuse(out_, "--resume: its points were computed by another build (" + b + "; this is " + io::build_identity() +
+        return refuse(out_, std::string(opt.asked) + ": its points were computed by another build (" + b + "; this is " + io::build_identity() +
                                 "); rebuild that version, or pass --allow-mixed-builds");
   }
   for (const std::string& p : v->problems)

@@ -75,6 +75,7 @@ int repair_file(const VerifyArgs& args, const io::Verification& v, const sweep::
     OutputOptions opt;
     opt.resume = true;
     opt.repair = true;
+    opt.asked = "verify --repair";
     opt.allow_mixed_builds = args.mixed;
     if (const int code = output.prepare(opt)) return code;
     const int64_t done = output.index(true).done();

@@ -30,6 +30,7 @@ struct OutputOptions {
   bool retry_failed = false;          // recompute failed points (and failed analyses) on resume
   bool allow_mixed_builds = false;    // accept records computed by another build of icl-sweep
   bool repair = false;                // verify --repair: rebuild OUT.h5 even if its attributes are damaged
+  const char* asked = "--resume";     // what asked to continue the output: its refusals begin with it
 };
 
 // Lower is better: the record a point keeps when it has several (a retried failure, a duplicate).
