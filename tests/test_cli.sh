@@ -81,6 +81,13 @@ out=$(cd "$dir" && "$bin" run "$dir/spec.ini" -o "" 2>&1); rc=$?
 out=$("$bin" verify "$dir/v.h5" --repair --spec "$dir/spec.ini" 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "'$dir/v.h5': verify --repair: it was written by a different spec" <<<"$out" \
   || { echo "FAIL: verify --repair with another spec: rc $rc: $out"; fail=1; }
+# A FIFO named *.log among the logs is no log: status and verify do not block opening it (they hung).
+mkfifo "$dir/v.h5.points/fifo.log"
+for cmd in status verify; do
+  out=$(timeout 20 "$bin" $cmd "$dir/v.h5" 2>&1); rc=$?
+  [ $rc -eq 0 ] || { echo "FAIL: $cmd with a FIFO named *.log: rc $rc: $out"; fail=1; }
+done
+rm -f "$dir/v.h5.points/fifo.log"
 mkdir -p "$dir/isdir.h5/x"
 for flag in "" --force --resume; do
   out=$("$bin" run "$dir/spec.ini" -o "$dir/isdir.h5" $flag 2>&1); rc=$?

@@ -334,12 +334,16 @@ class LogFile {
 
 }  // namespace
 
+// The regular files named *.log: a FIFO or a device so named is no log (opening a FIFO blocks: status hung).
 std::vector<std::string> log_files(const std::string& dir) {
   std::vector<std::string> files;
   if (DIR* d = ::opendir(dir.c_str())) {
     while (const dirent* e = ::readdir(d)) {
       const std::string name = e->d_name;
-      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0) files.push_back(dir + "/" + name);
+      struct stat st {};
+      if (name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0 && ::stat((dir + "/" + name).c_str(), &st) == 0 &&
+          S_ISREG(st.st_mode))
+        files.push_back(dir + "/" + name);
     }
     ::closedir(d);
   }
