@@ -86,13 +86,15 @@ compare "$dir/refk.h5" "$dir/lock.h5" "lock attack + resume == uninterrupted"
 
 # 3b. Two new runs started together on one output: the one that waits for the lock while the other finishes
 #     must not start over on the finished result (ICL_SWEEP_PAUSE_BEFORE_LOCK holds it between its check of the
-#     output and the lock: the window a real race has).  It is refused, the finished file kept byte for byte.
-rm -rf "$dir/race.h5" "$dir/race.h5.points"
-ICL_SWEEP_PAUSE_BEFORE_LOCK=6 run1 "$stop" -o "$dir/race.h5" >"$dir/race.out" 2>&1 &
+#     output and the lock, the window a real race has, until the test releases it).  It is refused, the
+#     finished file kept byte for byte.
+rm -rf "$dir/race.h5" "$dir/race.h5.points" "$dir/go" "$dir/go.reached"
+ICL_SWEEP_PAUSE_BEFORE_LOCK="$dir/go" run1 "$stop" -o "$dir/race.h5" >"$dir/race.out" 2>&1 &
 late=$!
-sleep 1
+for _ in $(seq 600); do [ -e "$dir/go.reached" ] && break; sleep 0.1; done   # it has checked the output
 run1 "$spec" -o "$dir/race.h5" || fail "the first of two racing runs"
 before=$(md5sum < "$dir/race.h5")
+touch "$dir/go"
 wait $late; rc=$?
 [ $rc -eq 2 ] && grep -qF "the sweep output exists" "$dir/race.out" && [ "$(md5sum < "$dir/race.h5")" = "$before" ] \
   && ok "two racing new runs: the later is refused once it has the lock, the finished file unchanged" \

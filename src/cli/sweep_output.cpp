@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -48,11 +49,14 @@ std::vector<std::string> entries(const std::string& dir) {
   return names;
 }
 
-// Test hook (ICL_SWEEP_PAUSE_BEFORE_LOCK=seconds): sleep between the check of the output and taking its
-// lock, so that a test can finish another run on the same output in that window.
+// Test hook (ICL_SWEEP_PAUSE_BEFORE_LOCK=PATH): between the check of the output and taking its lock, create
+// PATH.reached, then wait until PATH exists (at most ten minutes), so that a test can finish another run on
+// the same output in that window whatever the machine's load.
 void test_pause_before_lock() {
-  if (const char* v = std::getenv("ICL_SWEEP_PAUSE_BEFORE_LOCK"))
-    std::this_thread::sleep_for(std::chrono::duration<double>(std::atof(v)));
+  const char* v = std::getenv("ICL_SWEEP_PAUSE_BEFORE_LOCK");
+  if (!v || !*v) return;
+  std::ofstream(std::string(v) + ".reached") << ::getpid() << "\n";
+  for (int k = 0; k < 6000 && !cli::path_exists(v); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
 int refuse(const std::string& out, const std::string& why) {
