@@ -12,6 +12,9 @@
 #       (python3-torch, OpenBLAS) are installed if missing and this user may (root or sudo without a password).
 #   ICL_BENCH_D="5 64": run_bench_d.sh at those d only (integers in [1, 255]).
 #   CXX: the compiler of the peak kernel (default g++).
+#   OPENBLAS_CORETYPE, ATEN_CPU_CAPABILITY: kept when set (a cluster's environment may set them); the header then
+#       says the peer is held to them, and the BLAS column names OpenBLAS's kernel core.  For the peer at its best
+#       on this core run with them unset (`env -u OPENBLAS_CORETYPE bash bench/run_bench_d.sh`).
 # Relative paths are the caller's.  Every setting is checked before anything is installed, built or written: a
 # bad one stops the script with exit 2, naming it, its value and the rule.  Defines $bld (the build measured),
 # $core, pinned CMD... (CMD on $core), measure_peak (the peak of $core now), $peer_py (empty: no peer), peer
@@ -117,6 +120,10 @@ print(torch.__version__, "with BLAS", loaded_blas())'
 }
 isa=$("$bld/bench/bench_tiles" --isa)
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+# Either may come from this script (a build held to an older instruction set) or from the environment (a
+# cluster's modules may set OPENBLAS_CORETYPE): then the peer is held to it, and the header says so.
 held=""
-[ -n "$peer_py" ] && held=${OPENBLAS_CORETYPE:+; peer held to OpenBLAS $OPENBLAS_CORETYPE, PyTorch $ATEN_CPU_CAPABILITY}
+if [ -n "$peer_py" ] && [ -n "${OPENBLAS_CORETYPE:-}${ATEN_CPU_CAPABILITY:-}" ]; then
+  held="; peer held to OpenBLAS ${OPENBLAS_CORETYPE:-(its own choice)}, PyTorch ${ATEN_CPU_CAPABILITY:-(its own choice)}"
+fi
 echo "build: $bld, -march=$march ($isa register tiles), CPU: ${cpu:-unknown}, core $core$held"

@@ -104,6 +104,24 @@ else
   echo "note: no cpuset made here (not root, one CPU, or no cgroup cpuset to delegate): the stub runs above only"
 fi
 
+# A peer held by the environment: a cluster's modules may set OPENBLAS_CORETYPE (this development machine's
+# environment does).  The native run then holds the peer to it and says so (it stopped: ATEN_CPU_CAPABILITY
+# unbound).  The peer is a stub Python: its version line, and 50 steps/s against the stub build's 100.
+cat > "$tmp/peer_python" <<'EOF'
+#!/usr/bin/env bash
+case $1 in
+  -c) echo "0.0-stub with BLAS openblas:Haswell" ;;
+  *) echo "torch_steps_per_s 50.000 stub" ;;
+esac
+EOF
+chmod +x "$tmp/peer_python"
+out=$(env -u ATEN_CPU_CAPABILITY ICL_PEER_PYTHON="$tmp/peer_python" OPENBLAS_CORETYPE=Haswell ICL_BENCH_D=5 ICL_BENCH_BUILD="$stub" \
+  bash "$src/bench/run_bench_d.sh" 2>"$tmp/err")
+rc=$?
+[ "$rc" -eq 0 ] && grep -qF "peer held to OpenBLAS Haswell, PyTorch (its own choice)" <<<"$out" && grep -q '^| *5 |.* 2\.0x |' <<<"$out" &&
+  ok "OPENBLAS_CORETYPE set by the environment: the peer held to it, said so, its row" ||
+  { fail "OPENBLAS_CORETYPE set by the environment: exit $rc: $out"; cat "$tmp/err"; }
+
 # bench_lsa_split times the products with the model's own kernels only: fixed-size at d = 5 and 10, tiled at
 # d >= 16; at the other d below 16 (fixed-size kernels it does not instantiate) they are nan, the model timed.
 for d in 5 12 16; do

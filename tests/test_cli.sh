@@ -88,6 +88,16 @@ for cmd in status verify; do
   [ $rc -eq 0 ] || { echo "FAIL: $cmd with a FIFO named *.log: rc $rc: $out"; fail=1; }
 done
 rm -f "$dir/v.h5.points/fifo.log"
+# --force starts over from the sweep's own files (OUT.h5 and its logs): a user's file kept beside the logs stays
+# (it was deleted), and a directory holding only such files holds no sweep: a new run there needs no --force.
+echo "my notes" > "$dir/v.h5.points/notes.txt"
+old_logs=$(cd "$dir/v.h5.points" && ls *.log)
+"$bin" run "$dir/spec.ini" -o "$dir/v.h5" --steps 20 --batch 16 --quiet --force || { echo "FAIL: --force over a sweep"; fail=1; }
+[ "$(cat "$dir/v.h5.points/notes.txt" 2>/dev/null)" = "my notes" ] || { echo "FAIL: --force deleted a user's file in OUT.h5.points/"; fail=1; }
+for log in $old_logs; do [ ! -e "$dir/v.h5.points/$log" ] || { echo "FAIL: --force kept the old log $log"; fail=1; }; done
+mkdir -p "$dir/fresh.h5.points" && echo "my notes" > "$dir/fresh.h5.points/notes.txt"
+"$bin" run "$dir/spec.ini" -o "$dir/fresh.h5" --steps 20 --batch 16 --quiet && [ -f "$dir/fresh.h5" ] &&
+  [ -f "$dir/fresh.h5.points/notes.txt" ] || { echo "FAIL: a new sweep beside a user's file in OUT.h5.points/"; fail=1; }
 mkdir -p "$dir/isdir.h5/x"
 for flag in "" --force --resume; do
   out=$("$bin" run "$dir/spec.ini" -o "$dir/isdir.h5" $flag 2>&1); rc=$?

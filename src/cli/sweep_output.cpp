@@ -230,13 +230,13 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
   if (::stat(out_.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return refuse(out_, "it is a directory: the sweep's file must be a file (OUT.h5)");
   if (::stat(dir_.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) throw io::IoError("'" + dir_ + "' exists and is not a directory: move it away");
   // A new sweep (neither --resume nor --force) needs an output that holds nothing: no OUT.h5 and no logs (an
-  // empty OUT.h5.points/, as a refused command leaves it, holds nothing).  Checked before the lock, so that a
+  // OUT.h5.points/ without logs, as a refused command leaves it, holds nothing).  Checked before the lock, so that a
   // refusal writes nothing, and again once the lock is ours: a run that started beside this one may have
   // finished, or stopped, while this one waited for the lock.
   const auto refuse_existing = [&] {
     return refuse(out_, "the sweep output exists; pass --resume to continue it or --force to start over");
   };
-  const auto holds_something = [&] { return cli::path_exists(out_) || !entries(dir_).empty(); };
+  const auto holds_something = [&] { return cli::path_exists(out_) || !io::log_files(dir_).empty(); };
   const bool fresh = !opt.resume && !opt.force;
   if (fresh && holds_something()) return refuse_existing();
   test_pause_before_lock();
@@ -265,9 +265,9 @@ int SweepOutput::prepare_locked(const OutputOptions& opt) {
     if (name.compare(0, stem.size(), stem) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0)
       std::remove((parent + "/" + name).c_str());
 
-  if (opt.force) {
+  if (opt.force) {   // the sweep's own files only: whatever else a user keeps in OUT.h5.points/ stays
     std::remove(out_.c_str());
-    for (const std::string& name : entries(dir_)) std::remove((dir_ + "/" + name).c_str());
+    for (const std::string& log : io::log_files(dir_)) std::remove(log.c_str());
     return 0;
   }
   if (!opt.resume) return 0;
