@@ -118,6 +118,13 @@ for spec in "$root"/jobs/presets/*.ini "$root"/jobs/presets/reduced/*.ini; do
   name=$(basename "$spec")
   [ "$name" = quickstart.ini ] || [ -e "$root/jobs/presets/reduced/$name" ] || { echo "FAIL: $name has no reduced variant"; fail=1; }
 done
+# A stop signal ends --dry-run --measure at once (it writes nothing; the sweep's handlers only set a flag that
+# nothing there polls: Ctrl-C and SIGTERM left fu_newton's 25-minute measure running).
+for sig in INT TERM; do
+  t0=$(date +%s)
+  timeout -k 30 -s $sig 3 "$bin" run "$root/jobs/presets/fu_newton.ini" --dry-run --measure >/dev/null 2>&1; rc=$?
+  [ $rc -ne 137 ] && [ $(( $(date +%s) - t0 )) -lt 20 ] || { echo "FAIL: SIG$sig did not stop --dry-run --measure (rc $rc)"; fail=1; }
+done
 # README's HDF5 layout table is the declared layout (src/io/layout.cpp), word for word.
 readme=$(sed -n '/^<!-- layout: icl-sweep layout -->$/,/^<!-- \/layout -->$/p' "$root/README.md" | sed '1d;$d')
 [ -n "$readme" ] && [ "$readme" = "$("$bin" layout)" ] || { echo "FAIL: README's layout table differs from 'icl-sweep layout'"; fail=1; }

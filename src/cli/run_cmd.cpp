@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -61,6 +62,24 @@ extern "C" void on_stop_signal(int s) {
   if (g_signal.exchange(s) == 0 && g_stop_message[0])
     if (::write(2, g_stop_message, std::strlen(g_stop_message)) < 0) {}
   g_stop.store(true);
+}
+
+// SIGTERM / SIGUSR1 / SIGINT: stop handing out points, abandon those in flight at their next step.
+constexpr int kStopSignals[] = {SIGTERM, SIGUSR1, SIGINT};
+struct sigaction g_before_handlers[std::size(kStopSignals)];   // their actions before ours
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  for (size_t k = 0; k < std::size(kStopSignals); ++k) ::sigaction(kStopSignals[k], &sa, &g_before_handlers[k]);
+}
+
+// A dry run writes nothing, so a stop signal ends it as it would have without our handlers (by default, at
+// once): --measure trains and analyses for seconds to minutes (a 12-layer transformer's analysis for over 25),
+// and nothing there polls the stop flag.  A signal that came before is acted on now.
+void restore_stop_actions() {
+  for (size_t k = 0; k < std::size(kStopSignals); ++k) ::sigaction(kStopSignals[k], &g_before_handlers[k], nullptr);
+  if (const int s = g_signal.load()) ::raise(s);
 }
 
 using io::utc_now;
@@ -321,6 +340,7 @@ int load_sweep(const RunArgs& args, sweep::Spec* spec, sweep::Grid* grid) {
     return kExitUsage;
   }
   if (args.dry_run) {
+    restore_stop_actions();
     if (root) print_dry_run(*spec, summary);
     const double scale = root && args.measure ? print_measured(summary) : 0.0;
     if (root && spec->halving.on()) print_halving_plan(*spec, *grid, scale);
@@ -344,14 +364,6 @@ int open_output(const RunArgs& args, SweepOutput& output, const io::Attributes& 
   code = par::max_int(code);
   if (code == 0) par::broadcast(*finished_before);
   return code;
-}
-
-// SIGTERM / SIGUSR1 / SIGINT: stop handing out points, abandon those in flight at their next step.
-void install_stop_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  for (int s : {SIGTERM, SIGUSR1, SIGINT}) ::sigaction(s, &sa, nullptr);
 }
 
 struct LoopTotals {
