@@ -22,12 +22,12 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
-#include <iterator>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <numeric>
 #include <sstream>
