@@ -25,6 +25,12 @@ compare "$dir/r1.h5" "$dir/r3.h5" "halving: 3 ranks == 1 rank, bit for bit"
 out=$("$bin" status "$dir/r1.h5")
 grep -q "ok 2  pruned 16" <<<"$out" && grep -q "step 400: 18 reached, 12 pruned; step 1200: 6 reached, 4 pruned" <<<"$out" \
   && ok "status: 2 survivors, 12 pruned at the first rung and 4 at the second" || fail "status: $out"
+# The same counts from OUT.h5 alone (a sweep resumed without its logs: they hold only the later runs' checkpoints;
+# status showed no rungs, or counted only those).
+cp "$dir/r1.h5" "$dir/nologs.h5"
+out=$("$bin" status "$dir/nologs.h5")
+grep -q "step 400: 18 reached, 12 pruned; step 1200: 6 reached, 4 pruned" <<<"$out" \
+  && ok "status without the logs: the rungs counted from OUT.h5's rows" || fail "status without the logs: $out"
 
 # The report: the survivors' tables, the pruned points counted, the halving figure.
 out=$("$src/../tools/icl-report" "$dir/r1.h5" -o "$dir/report" --best replica lr 2>&1)

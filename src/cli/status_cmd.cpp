@@ -19,6 +19,7 @@
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/live_view.hpp"
+#include "icl/cli/spec_file.hpp"
 #include "icl/cli/stop_merge.hpp"
 #include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
@@ -114,6 +115,7 @@ struct Stored {
   int64_t total = -1;
   std::string state = "unknown", started;
   std::vector<uint64_t> hashes;   // the stored spec hash, and the hash of the stored spec (they differ if damaged)
+  std::vector<int64_t> rungs;     // successive halving's, from the stored spec (empty: none, or unreadable)
   std::vector<Seen> seen;
   std::vector<std::string> problems;
 };
@@ -147,8 +149,12 @@ void read_stored(const std::string& out, Stored* s) {
     try {
       s->hashes.push_back(std::stoull(io::get_attr_string(f, "/", "spec_hash"), nullptr, 16));
     } catch (const std::exception&) {}
-    const uint64_t of_spec = sweep::spec_hash(io::get_attr_string(f, "/", "spec"));
+    const std::string text = io::get_attr_string(f, "/", "spec");
+    const uint64_t of_spec = sweep::spec_hash(text);
     if (s->hashes.empty() || s->hashes[0] != of_spec) s->hashes.push_back(of_spec);
+    sweep::Spec spec;
+    std::vector<std::string> errors;
+    if (parse_spec(text, out + ":/spec", {}, &spec, &errors)) s->rungs = spec.halving.rungs;
   }
 }
 
@@ -177,15 +183,24 @@ std::string state_now(const std::string& stored, bool running, const std::string
   return stored;
 }
 
-// Successive halving: checkpoints and pruned points per rung.
-void print_rungs(const LogView& logs, const std::vector<Seen>& seen, double seconds) {
-  if (logs.reached.empty()) return;
+// Successive halving: per rung, the points that reached it and those pruned there.  A point reached a rung
+// when the logs hold its checkpoint there, or when it finished at or past its step (a row of OUT.h5: the
+// logs of a sweep resumed without them hold only the later runs' checkpoints).
+void print_rungs(const LogView& logs, const std::vector<Seen>& seen, const std::vector<int64_t>& rungs, double seconds) {
+  std::map<int64_t, std::vector<bool>> reached = logs.reached;
+  for (int64_t step : rungs) reached[step].resize(seen.size());
+  if (reached.empty()) return;
   std::printf("rungs      ");
-  for (const auto& [step, points] : logs.reached) {
-    const auto reached = std::count(points.begin(), points.end(), true);
+  for (auto& [step, points] : reached) {
+    points.resize(seen.size());
     int64_t pruned = 0;   // points pruned at this rung: their pruned record stops at its step
-    for (const Seen& p : seen) pruned += p.status == Status::pruned && p.steps == step;
-    std::printf(" step %lld: %lld reached, %lld pruned;", static_cast<long long>(step), static_cast<long long>(reached),
+    for (size_t i = 0; i < seen.size(); ++i) {
+      const Seen& p = seen[i];
+      if (p.rank < 5 && p.steps >= step) points[i] = true;
+      pruned += p.status == Status::pruned && p.steps == step;
+    }
+    const auto reached_count = std::count(points.begin(), points.end(), true);
+    std::printf(" step %lld: %lld reached, %lld pruned;", static_cast<long long>(step), static_cast<long long>(reached_count),
                 static_cast<long long>(pruned));
   }
   std::printf(" %.0f core-seconds in the finished points' legs\n", seconds);
@@ -237,7 +252,7 @@ int print_status(const std::string& out, bool* running) {
   std::printf("\n");
   std::printf("records     %lld in the logs, %lld duplicate%s\n", static_cast<long long>(logs.records), static_cast<long long>(logs.duplicates),
               logs.duplicates == 1 ? "" : "s");
-  print_rungs(logs, seen, seconds);
+  print_rungs(logs, seen, stored.rungs, seconds);
   if (!logs.stats.problems.empty())
     std::printf("unreadable  %zu record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", logs.stats.problems.size());
   if (*running) print_rate(logs, done, stored.total);
