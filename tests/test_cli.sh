@@ -92,12 +92,16 @@ rm -f "$dir/v.h5.points/fifo.log"
 # (it was deleted), and a directory holding only such files holds no sweep: a new run there needs no --force.
 echo "my notes" > "$dir/v.h5.points/notes.txt"
 old_logs=$(cd "$dir/v.h5.points" && ls *.log)
+printf '%-126s\n' "5 100 1000 0.5 train $(date +%s) 1" > "$dir/v.h5.points/killed-1-2-3.log.live"   # a killed run's live view
 "$bin" run "$dir/spec.ini" -o "$dir/v.h5" --steps 20 --batch 16 --quiet --force || { echo "FAIL: --force over a sweep"; fail=1; }
 [ "$(cat "$dir/v.h5.points/notes.txt" 2>/dev/null)" = "my notes" ] || { echo "FAIL: --force deleted a user's file in OUT.h5.points/"; fail=1; }
 for log in $old_logs; do [ ! -e "$dir/v.h5.points/$log" ] || { echo "FAIL: --force kept the old log $log"; fail=1; }; done
+[ ! -e "$dir/v.h5.points/killed-1-2-3.log.live" ] || { echo "FAIL: --force kept a killed run's .live file"; fail=1; }
 mkdir -p "$dir/fresh.h5.points" && echo "my notes" > "$dir/fresh.h5.points/notes.txt"
+cp "$dir/v.h5.points/notes.txt" "$dir/fresh.h5.points/killed-1-2-3.log.live"
 "$bin" run "$dir/spec.ini" -o "$dir/fresh.h5" --steps 20 --batch 16 --quiet && [ -f "$dir/fresh.h5" ] &&
-  [ -f "$dir/fresh.h5.points/notes.txt" ] || { echo "FAIL: a new sweep beside a user's file in OUT.h5.points/"; fail=1; }
+  [ -f "$dir/fresh.h5.points/notes.txt" ] && [ ! -e "$dir/fresh.h5.points/killed-1-2-3.log.live" ] ||
+  { echo "FAIL: a new sweep beside a user's file and a killed run's .live file in OUT.h5.points/"; fail=1; }
 mkdir -p "$dir/isdir.h5/x"
 for flag in "" --force --resume; do
   out=$("$bin" run "$dir/spec.ini" -o "$dir/isdir.h5" $flag 2>&1); rc=$?

@@ -57,6 +57,23 @@ void LiveFile::write_line() {
   if (::pwrite(fd_, line, kLine, 0) != static_cast<ssize_t>(kLine)) return;   // advisory: tried again next period
 }
 
+namespace {
+bool is_live_name(const std::string& name) { return name.size() > 5 && name.compare(name.size() - 5, 5, ".live") == 0; }
+}  // namespace
+
+void remove_live_files(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return;
+  std::vector<std::string> stale;
+  while (const dirent* e = ::readdir(d)) {
+    struct stat st;
+    const std::string path = dir + "/" + e->d_name;
+    if (is_live_name(e->d_name) && ::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) stale.push_back(path);
+  }
+  ::closedir(d);
+  for (const std::string& path : stale) ::unlink(path.c_str());
+}
+
 std::vector<InFlight> points_in_flight(const std::string& dir) {
   std::vector<InFlight> out;
   DIR* d = ::opendir(dir.c_str());
@@ -64,7 +81,7 @@ std::vector<InFlight> points_in_flight(const std::string& dir) {
   const double now = static_cast<double>(::time(nullptr));
   while (const dirent* e = ::readdir(d)) {
     const std::string name = e->d_name;
-    if (name.size() <= 5 || name.compare(name.size() - 5, 5, ".live") != 0) continue;
+    if (!is_live_name(name)) continue;
     // O_NONBLOCK: a FIFO named *.live must not block status (open and read of a FIFO wait for a writer).
     const int fd = ::open((dir + "/" + name).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) continue;

@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "icl/cli/cli.hpp"
+#include "icl/cli/live_view.hpp"
 #include "icl/cli/spec_file.hpp"
 #include "icl/cli/stop_merge.hpp"
 #include "icl/io/h5.hpp"
@@ -265,6 +266,7 @@ int SweepOutput::prepare_locked(const OutputOptions& opt) {
     if (name.compare(0, stem.size(), stem) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0)
       std::remove((parent + "/" + name).c_str());
 
+  remove_live_files(dir_);   // a killed run's: its points are not in flight
   if (opt.force) {   // the sweep's own files only: whatever else a user keeps in OUT.h5.points/ stays
     std::remove(out_.c_str());
     for (const std::string& log : io::log_files(dir_)) std::remove(log.c_str());

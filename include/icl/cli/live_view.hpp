@@ -47,4 +47,8 @@ struct InFlight {
 // The points the fresh .live files of `dir` train or analyse, by point index.
 std::vector<InFlight> points_in_flight(const std::string& dir);
 
+// Removes the .live files of `dir`: those of processes that ended, for a caller that holds the sweep's lock
+// before its own processes start (a killed run's would show its points in flight in the next run's status).
+void remove_live_files(const std::string& dir);
+
 }  // namespace icl::cli
