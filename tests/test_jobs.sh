@@ -296,10 +296,24 @@ done
 # The PBS chain, for real, with a fake qsub: 8 s jobs with a 2 s warning for a ~9 s sweep (its longest point
 # takes up to 5 s when another process holds one of the two cores: the window must hold it).  On a machine
 # busier than that the reference run is slower: the jobs get 0.6 of its time and the warning a quarter of that.
+# On a faster one (4 s on a Zen 5 core: one job held it all) the same points train k times as many steps, a
+# ~9 s sweep again, its longest point as long a share of it.
 spec=$src/specs/sweep_kill.ini
-t_ref=$SECONDS
-mpiexec --oversubscribe -n 2 "$bin" run "$spec" -o "$dir/ref.h5" --quiet || fail "reference run"
-ref_s=$((SECONDS - t_ref))
+reference() {
+  rm -rf "$dir/ref.h5" "$dir/ref.h5.points"
+  t_ref=$SECONDS
+  mpiexec --oversubscribe -n 2 "$bin" run "$spec" -o "$dir/ref.h5" --quiet || fail "reference run"
+  ref_s=$((SECONDS - t_ref))
+}
+reference
+if [ "$ref_s" -lt 9 ]; then
+  k=$(( ref_s > 0 ? (9 + ref_s - 1) / ref_s : 9 ))
+  steps=$(sed -n 's/^steps = //p' "$spec")
+  sed "s/^steps = .*/steps =$(for s in $steps; do printf ' %d' $((s * k)); done)/" "$spec" > "$dir/chain.ini"
+  spec=$dir/chain.ini
+  echo "  reference run: $ref_s s; the chain's points train $k times the steps"
+  reference
+fi
 wall=$((ref_s * 6 / 10 > 8 ? ref_s * 6 / 10 : 8))
 warn=$((wall / 4 > 2 ? wall / 4 : 2))
 echo "  reference run: $ref_s s; PBS jobs of $wall s with a $warn s warning"

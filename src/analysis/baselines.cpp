@@ -34,13 +34,16 @@ double int_pow(double x, int K) {
   return r;
 }
 
+// Its two multiply-adds written fused (fused_madd), as predict_gd_all computes them: left to the compiler, the
+// sum's was fused or not by the tuning (-mtune=znver3 splits a loop's multiply-add chains: the two forms then
+// differed in the last bits on a Zen 5 core's -march=native build).
 double predict_gd(const TaskSpectrum& t, double eta, int K) {
   double yhat = 0.0;
   for (int i = 0; i < t.s.size(); ++i) {
     const double s = t.s(i);
     // (1 - (1 - eta s)^K) / s, and K eta as s -> 0
-    const double f = s > 1e-12 ? (1.0 - int_pow(1.0 - eta * s, K)) / s : K * eta;
-    yhat += t.z(i) * t.b(i) * f;
+    const double f = s > 1e-12 ? (1.0 - int_pow(fused_madd(-s, eta, 1.0), K)) / s : K * eta;
+    yhat = fused_madd(t.z(i) * t.b(i), f, yhat);
   }
   return yhat;
 }
@@ -92,8 +95,7 @@ std::vector<double> predict_ridge_all(const SpectraBlocks& set, const std::vecto
   });
 }
 
-// predict_gd's arithmetic with its contractions written out (1 - eta s and the sum's multiply-add fused, as GCC
-// compiles the one-task form).
+// predict_gd's arithmetic, its multiply-adds (1 - eta s and the sum's) fused as there.
 std::vector<double> predict_gd_all(const SpectraBlocks& set, double eta, int K) {
   const Vd one = Vd{} + 1.0, eta_v = Vd{} + eta, tiny = Vd{} + 1e-12, K_eta = Vd{} + K * eta;
   return lanes_sum(set, [&](Vd& acc, size_t at, size_t) {
