@@ -3,6 +3,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "icl/build_info.hpp"
 #include "icl/cli/cli.hpp"
@@ -26,7 +29,22 @@ static void usage(std::FILE* to) {
 
 static int run(int argc, char** argv);
 
+// Freed memory stays with the process for the next set or point. By default glibc maps each block above a
+// threshold (adjusted between 128 KiB and 32 MiB) on its own, and trims the heap's free top, so a block freed
+// and allocated again comes back a page fault at a time: an analysis draws and frees dozens of task sets of
+// 1-12 MB a point, and 15% of a [VO23] Fig. 2 point's analysis was page faults and the allocator's
+// (docs/performance.md, "Two changes to the analyses"). A rank's memory is planned at its largest point
+// (max_point_memory), so keeping it costs nothing the plan does not count; blocks above 256 MiB are still mapped
+// and returned on their own.
+static void keep_freed_memory() {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 256 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+}
+
 int main(int argc, char** argv) {
+  keep_freed_memory();
   const int code = run(argc, argv);
   icl::io::print_io_stats(argc > 1 ? argv[1] : "");
   if (icl::io::hdf5_unclean()) {   // every file is closed; skip HDF5's clean-up, which would crash

@@ -247,6 +247,20 @@ TEST(Dmmse, FromTheContextsSumsMatchesTheResiduals) {
   }
 }
 
+// One NaN anywhere in a pool task's residual or prediction makes the posterior NaN (the check runs a vector at a
+// time: first, last and middle entries, lengths off the vector width).
+TEST(Dmmse, AnyNaNResidualOrPredictionIsNaN) {
+  const std::vector<double> sigma = {0.5}, weight = {1.0};
+  for (const int M : {1, 7, 13, 4096})
+    for (const int at : {0, M / 2, M - 1})
+      for (const bool in_rss : {true, false}) {
+        Eigen::VectorXd rss = Eigen::VectorXd::LinSpaced(M, 0.0, 3.0), pred = Eigen::VectorXd::LinSpaced(M, -1.0, 1.0);
+        EXPECT_FALSE(std::isnan(dmmse_posterior(rss, pred, 16, sigma, weight))) << M;
+        (in_rss ? rss : pred)(at) = std::numeric_limits<double>::quiet_NaN();
+        EXPECT_TRUE(std::isnan(dmmse_posterior(rss, pred, 16, sigma, weight))) << "M " << M << ", at " << at << ", rss " << in_rss;
+      }
+}
+
 // The posterior takes the weights below e^-600 of the largest as e^-600 (computed, their subnormal values cost
 // microcode assists): the same bits as every weight computed, on pools whose log-weights spread from 0 to
 // -5,000, with one and three noise levels, and one pool task far ahead of the rest.
