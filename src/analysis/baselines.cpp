@@ -188,9 +188,6 @@ double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, co
 // 101 us a task, half of it in those assists (perf); 57 us without them.
 constexpr double kNegligible = -600.0;
 
-// dMMSE's posterior mean from each pool task's residual sum of squares `rss` and prediction `pred` (M each): the
-// log-weights log pi_k - n log sigma_k - rss_m h_k, h_k = 1 / (2 sigma_k^2), shifted by their largest, which is at
-// the smallest rss for every k.
 // Whether any of v is NaN, a vector at a time: Eigen's hasNaN() stops at the first, so it runs an entry at a
 // time (a third of dMMSE's time with a pool of 4,096, perf).
 namespace {
@@ -201,6 +198,9 @@ bool any_nan(Eigen::Ref<const Eigen::VectorXd> v) {
 }
 }  // namespace
 
+// dMMSE's posterior mean from each pool task's residual sum of squares `rss` and prediction `pred` (M each): the
+// log-weights log pi_k - n log sigma_k - rss_m h_k, h_k = 1 / (2 sigma_k^2), shifted by their largest, which is at
+// the smallest rss for every k.
 double dmmse_posterior(Eigen::Ref<const Eigen::VectorXd> rss, Eigen::Ref<const Eigen::VectorXd> pred, double n,
                        const std::vector<double>& sigma, const std::vector<double>& weight) {
   if (any_nan(rss) || any_nan(pred)) return std::numeric_limits<double>::quiet_NaN();   // a context not finite
