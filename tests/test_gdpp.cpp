@@ -107,5 +107,32 @@ TEST(Gdpp, PerStepTuningIsStationaryAndNoCoordinateImprovesIt) {
   }
 }
 
+// The validation set is asked for only where it chooses: never at K = 1, where BFGS stays at the tied optimum
+// (the result is that optimum), once at K = 2 and 3, where the result is never worse than tied on that set.
+TEST(Gdpp, PerStepAsksForTheValidationSetOnlyWhereItChooses) {
+  const Vo23 s;
+  const Point q = test::make_point({{"d", "10"}, {"n", "10"}, {"x_dist", "uniform:0.5"}, {"precision", "float64"}, {"seed", "7"}});
+  const GdppTasks validation = gdpp_tasks(test::make_batch<double>(q, 500));
+  GdppTuned shorter;
+  for (int K : {1, 2, 3}) {
+    const double unit = s.eta_gd(K);
+    const GdppTuned tied = tune_gdpp_tied(s.tune, K, unit);
+    int asked = 0;
+    const GdppTuned t = tune_gdpp_per_step(s.tune, tied, K > 1 ? &shorter : nullptr, unit, [&]() -> const GdppTasks& {
+      ++asked;
+      return validation;
+    });
+    EXPECT_EQ(asked, K == 1 ? 0 : 1) << "K = " << K;
+    GdppTuned tied0 = tied;   // the tied optimum as per step runs it: the last gamma 0
+    tied0.gamma[K - 1] = 0.0;
+    if (K == 1) {
+      EXPECT_EQ(t.eta, tied0.eta);
+      EXPECT_EQ(t.gamma, tied0.gamma);
+    }
+    EXPECT_LE(gdpp_loss(validation, t.eta, t.gamma), gdpp_loss(validation, tied0.eta, tied0.gamma)) << "K = " << K;
+    shorter = t;
+  }
+}
+
 }  // namespace
 }  // namespace icl

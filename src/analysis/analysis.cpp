@@ -483,13 +483,17 @@ Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& ou
   const TaskBatch<T> tune = draw<T>(law, p.seed, draws::tune_closed_form, kTuneTasks);   // in the point's precision
   t.closed_form = tune_baselines(p, law, task_set(tune, bases, nullptr, stop), !bases.Wi.identity(), stop);
   const Tuned& cf = t.closed_form;
-  const GdppTasks tune_model = gdpp_tasks(draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks)),
-                  validation = gdpp_tasks(draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks));
+  const GdppTasks tune_model = gdpp_tasks(draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks));
+  std::optional<GdppTasks> validation;   // drawn where per-step GD++ needs it to choose: never at L = 1
+  const GdppSet validation_set = [&]() -> const GdppTasks& {
+    if (!validation) validation = gdpp_tasks(draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks));
+    return *validation;
+  };
   Named S(out.series);
   for (int K = 1; K <= p.layers; ++K) {   // a K-step method is compared with the K-th readout
     t.tied_K.push_back(tune_gdpp_tied(tune_model, K, cf.gd_eta[K - 1], stop));
     t.gdpp_K.push_back(tune_gdpp_per_step(tune_model, t.tied_K.back(), K > 1 ? &t.gdpp_K.back() : nullptr,
-                                          cf.gd_eta[K - 1], &validation, stop));
+                                          cf.gd_eta[K - 1], validation_set, stop));
     S[Metric::gdpp_tied_eta].push_back(t.tied_K.back().eta[0]);
     S[Metric::gdpp_tied_gamma].push_back(t.tied_K.back().gamma[0]);
     S[Metric::gdpp_tune_grad].push_back(t.gdpp_K.back().grad_norm);

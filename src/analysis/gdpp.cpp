@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "icl/base/cancel.hpp"
 #include "icl/train/objective.hpp"
@@ -315,7 +316,7 @@ GdppTuned tune_gdpp_tied(const GdppTasks& tune, int K, double eta_gd, const std:
 }
 
 GdppTuned tune_gdpp_per_step(const GdppTasks& tune, const GdppTuned& tied, const GdppTuned* shorter, double eta_gd,
-                             const GdppTasks* validation, const std::atomic<bool>* stop) {
+                             const GdppSet& validation, const std::atomic<bool>* stop) {
   const int K = static_cast<int>(tied.eta.size());
   const double unit = std::max(eta_gd, 1e-12);
   GdppLoss loss(tune, K, false, stop);
@@ -337,22 +338,25 @@ GdppTuned tune_gdpp_per_step(const GdppTasks& tune, const GdppTuned& tied, const
     x[2 * K - 1] = 0.0;
     starts.push_back(x);
   }
-  GdppTuned best;
-  double best_score = std::numeric_limits<double>::infinity();
-  for (const auto& x0 : starts) {
-    GdppTuned r = bfgs(loss, x0, unit, frozen);
-    const double score = validation ? gdpp_loss(*validation, r.eta, r.gamma) : r.loss;
-    if (score < best_score) {
-      best_score = score;
-      best = r;
-    }
-  }
-  if (validation) {   // never worse than tied GD++ on the validation set
-    GdppTuned t = tied;
-    t.gamma[K - 1] = 0.0;
-    if (gdpp_loss(*validation, t.eta, t.gamma) < best_score) best = t;
-  }
-  return best;
+  std::vector<GdppTuned> found;
+  for (const auto& x0 : starts) found.push_back(bfgs(loss, x0, unit, frozen));
+  GdppTuned t = tied;   // the tied optimum, its last gamma (which does not act) 0
+  t.gamma[K - 1] = 0.0;
+  const bool only_tied = std::all_of(found.begin(), found.end(), [&](const GdppTuned& r) {
+    return r.eta == t.eta && r.gamma == t.gamma;
+  });
+  // The first lowest score: `found` by its tuning loss, or by its validation loss and then the tied optimum, never
+  // worse on the validation set.  Where every point found is the tied optimum, both choose the first point.
+  const auto first_lowest = [&](auto score) {
+    std::pair<GdppTuned, double> best{GdppTuned{}, std::numeric_limits<double>::infinity()};
+    for (const GdppTuned& r : found)
+      if (const double s = score(r); s < best.second) best = {r, s};
+    return best;
+  };
+  if (!validation || only_tied) return first_lowest([](const GdppTuned& r) { return r.loss; }).first;
+  const GdppTasks& v = validation();
+  const auto [best, lowest] = first_lowest([&](const GdppTuned& r) { return gdpp_loss(v, r.eta, r.gamma); });
+  return gdpp_loss(v, t.eta, t.gamma) < lowest ? t : best;
 }
 
 }  // namespace icl

@@ -8,6 +8,7 @@
 //              tied models (official code: gd_deq = True)
 // The last step's gamma never reaches the readout (it only moves x after y has read it): it is fixed at 0.
 #include <atomic>
+#include <functional>
 #include <vector>
 
 #include "icl/analysis/baselines.hpp"
@@ -56,10 +57,13 @@ double gdpp_loss_transformer(const TaskBatch<double>& set, const std::vector<dou
 // deeper basins (rates growing about ninefold per step: a polynomial approximation of S^-1 fitted to the
 // tuning tasks' spectra) that random starts find and that explode on rarer tasks, so they are not
 // searched.  Without `validation` the lower tuning loss wins (never above the tied one); with it, the
-// lowest validation loss among the refined points and the tied optimum.
+// lowest validation loss among the refined points and the tied optimum.  `validation` gives the set when it is
+// first needed: never where every refined point is the tied optimum itself (K = 1, where BFGS stays there), so
+// that the caller draws it only where it chooses.
 // `stop` (optional, cancel.hpp) is polled before every evaluation of the loss; when set they throw Cancelled.
+using GdppSet = std::function<const GdppTasks&()>;
 GdppTuned tune_gdpp_tied(const GdppTasks& tune, int K, double eta_gd, const std::atomic<bool>* stop = nullptr);
 GdppTuned tune_gdpp_per_step(const GdppTasks& tune, const GdppTuned& tied, const GdppTuned* shorter, double eta_gd,
-                             const GdppTasks* validation = nullptr, const std::atomic<bool>* stop = nullptr);
+                             const GdppSet& validation = nullptr, const std::atomic<bool>* stop = nullptr);
 
 }  // namespace icl
