@@ -33,7 +33,7 @@ static int run(int argc, char** argv);
 // threshold (adjusted between 128 KiB and 32 MiB) on its own, and trims the heap's free top, so a block freed
 // and allocated again comes back a page fault at a time: an analysis draws and frees dozens of task sets of
 // 1-12 MB a point, and 15% of a [VO23] Fig. 2 point's analysis was page faults and the allocator's
-// (docs/performance.md, "Two changes to the analyses"). A rank's memory is planned at its largest point
+// (docs/performance.md, "Three changes to the analyses"). A rank's memory is planned at its largest point
 // (max_point_memory), so keeping it costs nothing the plan does not count; blocks above 256 MiB are still mapped
 // and returned on their own.
 static void keep_freed_memory() {
