@@ -29,17 +29,17 @@ static void usage(std::FILE* to) {
 
 static int run(int argc, char** argv);
 
-// Freed memory stays with the process for the next set or point. By default glibc maps each block above a
-// threshold (adjusted between 128 KiB and 32 MiB) on its own, and trims the heap's free top, so a block freed
-// and allocated again comes back a page fault at a time: an analysis draws and frees dozens of task sets of
-// 1-12 MB a point, and 15% of a [VO23] Fig. 2 point's analysis was page faults and the allocator's
-// (docs/performance.md, "Three changes to the analyses"). A rank's memory is planned at its largest point
-// (max_point_memory), so keeping it costs nothing the plan does not count; blocks above 256 MiB are still mapped
-// and returned on their own.
+// Freed memory stays with the process for the next set or point. By default glibc trims the heap's free top and
+// maps blocks above a threshold (raised from 128 KiB towards 32 MiB as they are freed) on their own, so a block
+// freed and allocated again comes back a page fault at a time: an analysis draws and frees dozens of task sets
+// of 1-12 MB a point, and 15% of a [VO23] Fig. 2 point's analysis was page faults and the allocator's
+// (docs/performance.md, "Three changes to the analyses"). The threshold is held at 32 MiB, glibc's own largest
+// (every glibc accepts it; above it, blocks are mapped and returned on their own, as before, so no larger hole
+// stays in the heap), and the trim is set only then (setting it fixes the threshold). A rank's memory is
+// planned at its largest point (max_point_memory), and the heap keeps at most its own peak.
 static void keep_freed_memory() {
 #if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 256 << 20);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  if (mallopt(M_MMAP_THRESHOLD, 32 << 20) == 1) mallopt(M_TRIM_THRESHOLD, 1 << 30);
 #endif
 }
 

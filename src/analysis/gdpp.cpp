@@ -345,18 +345,20 @@ GdppTuned tune_gdpp_per_step(const GdppTasks& tune, const GdppTuned& tied, const
   const bool only_tied = std::all_of(found.begin(), found.end(), [&](const GdppTuned& r) {
     return r.eta == t.eta && r.gamma == t.gamma;
   });
-  // The first lowest score: `found` by its tuning loss, or by its validation loss and then the tied optimum, never
-  // worse on the validation set.  Where every point found is the tied optimum, both choose the first point.
+  // The first lowest score among `found` (the first point where no score is finite): by the tuning loss, or by
+  // the validation loss and then the tied optimum where it is lower. Where every point found is the tied
+  // optimum there is nothing to choose, and the validation set is not asked for.
   const auto first_lowest = [&](auto score) {
-    std::pair<GdppTuned, double> best{GdppTuned{}, std::numeric_limits<double>::infinity()};
-    for (const GdppTuned& r : found)
-      if (const double s = score(r); s < best.second) best = {r, s};
+    std::pair<GdppTuned, double> best{found[0], score(found[0])};
+    for (size_t i = 1; i < found.size(); ++i)
+      if (const double s = score(found[i]); s < best.second) best = {found[i], s};
     return best;
   };
-  if (!validation || only_tied) return first_lowest([](const GdppTuned& r) { return r.loss; }).first;
+  if (!validation) return first_lowest([](const GdppTuned& r) { return r.loss; }).first;
+  if (only_tied) return found[0];
   const GdppTasks& v = validation();
-  const auto [best, lowest] = first_lowest([&](const GdppTuned& r) { return gdpp_loss(v, r.eta, r.gamma); });
-  return gdpp_loss(v, t.eta, t.gamma) < lowest ? t : best;
+  auto [best, lowest] = first_lowest([&](const GdppTuned& r) { return gdpp_loss(v, r.eta, r.gamma); });
+  return gdpp_loss(v, t.eta, t.gamma) < lowest ? t : std::move(best);
 }
 
 }  // namespace icl
