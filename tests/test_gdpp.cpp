@@ -134,5 +134,21 @@ TEST(Gdpp, PerStepAsksForTheValidationSetOnlyWhereItChooses) {
   }
 }
 
+// A validation set on which no loss is finite chooses nothing: per step returns its first refined point (it
+// returned an empty result before, which the next K read past its end).
+TEST(Gdpp, PerStepWithNoFiniteValidationLossReturnsAPoint) {
+  const Vo23 s;
+  GdppTasks huge = s.tune;
+  for (double& y : huge.y) y = 1e200;   // every squared error overflows
+  for (int K : {2, 3}) {
+    const double unit = s.eta_gd(K);
+    const GdppTuned tied = tune_gdpp_tied(s.tune, K, unit);
+    const GdppTuned t = tune_gdpp_per_step(s.tune, tied, nullptr, unit, [&]() -> const GdppTasks& { return huge; });
+    ASSERT_EQ(t.eta.size(), static_cast<size_t>(K));
+    ASSERT_EQ(t.gamma.size(), static_cast<size_t>(K));
+    EXPECT_EQ(t.loss, tune_gdpp_per_step(s.tune, tied, nullptr, unit).loss) << "K = " << K;   // the refined point
+  }
+}
+
 }  // namespace
 }  // namespace icl
