@@ -57,7 +57,8 @@ int main() {
     const double ours = best_microseconds(B, [&] {
       icl::TaskSpectra spectra;
       for (const Task& t : tasks) spectra.add(t.X, t.y, t.xq);
-      for (const icl::TaskSpectrum& s : spectra.take()) sink += s.s(0) + s.b(0) + s.z(0);
+      const icl::Spectra all = spectra.take();
+      for (size_t t = 0; t < all.size(); ++t) sink += all[t].s(0) + all[t].b(0) + all[t].z(0);
     });
     std::printf("| %d | %d | %.2f | %.2f | %.2fx |%s\n", d, n, eigen, ours, eigen / ours, sink == 42 ? " " : "");
   }

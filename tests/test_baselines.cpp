@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -157,7 +158,7 @@ TEST(TaskSpectrum, ABatchGivesEachTasksSpectrumAsAlone) {
   for (int i = 0; i < d; ++i) tasks[4].X(i, i) = 1.0 + i;
   TaskSpectra batch;
   for (const Task& t : tasks) batch.add(t.X, t.y, t.xq);
-  const std::vector<TaskSpectrum> all = batch.take();
+  const Spectra all = batch.take();
   ASSERT_EQ(all.size(), tasks.size());
   for (size_t t = 0; t < tasks.size(); ++t) {
     const TaskSpectrum alone = task_spectrum(tasks[t].X, tasks[t].y, tasks[t].xq);
@@ -166,6 +167,8 @@ TEST(TaskSpectrum, ABatchGivesEachTasksSpectrumAsAlone) {
     EXPECT_EQ(all[t].z, alone.z) << "task " << t;
     EXPECT_EQ(all[t].yy, alone.yy);
     EXPECT_EQ(all[t].n, alone.n);
+    for (const double* v : {all[t].s.data(), all[t].b.data(), all[t].z.data()})   // as an Eigen vector's: SpectrumRef
+      EXPECT_EQ(reinterpret_cast<std::uintptr_t>(v) % std::max(EIGEN_MAX_ALIGN_BYTES, 1), 0u) << "task " << t;
   }
   EXPECT_TRUE(batch.take().empty());
 }

@@ -57,12 +57,12 @@ double paired_se(const std::vector<double>& a, const std::vector<double>& b, con
 // the dMMSE prediction of each task (it has nothing to tune).
 struct TaskSet {
   std::vector<double> y, sigma;
-  std::vector<TaskSpectrum> raw;   // plain GD
-  const std::vector<TaskSpectrum>& prior() const { return prior_is_raw ? raw : prior_own; }   // ridge/Bayes (prior-whitened)
+  Spectra raw;   // plain GD
+  const Spectra& prior() const { return prior_is_raw ? raw : prior_own; }   // ridge/Bayes (prior-whitened)
   // Preconditioned GD's spectra, in blocks (its predictions are predict_gd_all's): a matrix basis's own, or the
   // raw ones scaled by a scalar basis c (s c^2, b c, z c) as they are laid out, without a copy of every task's.
   SpectraBlocks input() const { return input_is_raw ? SpectraBlocks(raw, input_scale) : SpectraBlocks(input_own); }
-  std::vector<TaskSpectrum> prior_own, input_own;   // where their basis is a matrix (no copies of raw)
+  Spectra prior_own, input_own;   // where their basis is a matrix (no copies of raw)
   bool prior_is_raw = false, input_is_raw = false;
   double input_scale = 1.0;
   std::vector<double> dmmse;
@@ -121,7 +121,13 @@ struct TaskSetBuilder {
   const Bases& bases;
   TaskSet s;
   TaskSpectra raw, prior, input;
-  explicit TaskSetBuilder(const Bases& b) : bases(b) {}
+  TaskSetBuilder(const Bases& b, size_t tasks) : bases(b) {   // room for `tasks`: no copies as the set grows
+    s.y.reserve(tasks);
+    s.sigma.reserve(tasks);
+    raw.reserve(tasks);
+    if (bases.Wp.W.size()) prior.reserve(tasks);
+    if (bases.Wi.W.size()) input.reserve(tasks);
+  }
   void add(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq,
            double y_query, double sigma) {
     s.y.push_back(y_query);
@@ -147,7 +153,7 @@ template <class T>
 TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* pool, const std::atomic<bool>* stop) {
   std::optional<DmmseSums> dmmse;
   if (pool) dmmse.emplace(dmmse_prior(*pool));
-  TaskSetBuilder s(bases);
+  TaskSetBuilder s(bases, batch.B);
   const int n = batch.n;
   Eigen::MatrixXd X, Xc, XXt;   // sized by the first task, reused by the others
   Eigen::VectorXd y, yc, xq, Xy;
@@ -167,7 +173,7 @@ TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* p
 }
 
 template <class F>
-std::vector<double> predict_all(const std::vector<TaskSpectrum>& spectra, F f) {
+std::vector<double> predict_all(const Spectra& spectra, F f) {
   std::vector<double> out(spectra.size());
   for (size_t t = 0; t < spectra.size(); ++t) out[t] = f(spectra[t], t);
   return out;
@@ -195,27 +201,27 @@ Losses baseline_losses(const Point& p, const TaskSet& s, const Tuned& tuned, boo
     out.yhat[name] = std::move(yhat);
   };
   auto put = [&](Method name, auto f) { keep(name, predict_all(s.prior(), f)); };
-  put(Method::oracle_ridge, [&](const TaskSpectrum& t, size_t i) {
+  put(Method::oracle_ridge, [&](SpectrumRef t, size_t i) {
     return s.sigma[i] > 0 ? predict_ridge(t, s.sigma[i] * s.sigma[i]) : predict_ols(t);
   });
-  put(Method::const_rr, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, tuned.const_rr_lambda); });
+  put(Method::const_rr, [&](SpectrumRef t, size_t) { return predict_ridge(t, tuned.const_rr_lambda); });
   if (p.n > p.d) {
-    put(Method::ada_rr, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, noise_estimate(t)); });
-    put(Method::tuned_rr, [&](const TaskSpectrum& t, size_t) {
+    put(Method::ada_rr, [&](SpectrumRef t, size_t) { return predict_ridge(t, noise_estimate(t)); });
+    put(Method::tuned_rr, [&](SpectrumRef t, size_t) {
       return predict_ridge(t, std::min(tuned.tuned_rr_c * noise_estimate(t), tuned.tuned_rr_t));
     });
   }
-  put(Method::bayes, [&](const TaskSpectrum& t, size_t) {
+  put(Method::bayes, [&](SpectrumRef t, size_t) {
     return tuned.noiseless ? predict_ols(t) : predict_bayes(t, tuned.bayes_sigma, tuned.bayes_weight);
   });
   keep(Method::gd,
-       predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_gd(t, tuned.gd_eta[K - 1], K); }));
+       predict_all(s.raw, [&](SpectrumRef t, size_t) { return predict_gd(t, tuned.gd_eta[K - 1], K); }));
   if (!s.dmmse.empty()) keep(Method::dmmse, s.dmmse);
-  keep(Method::newton, predict_all(s.raw, [&](const TaskSpectrum& t, size_t) { return predict_newton(t, K); }));
+  keep(Method::newton, predict_all(s.raw, [&](SpectrumRef t, size_t) { return predict_newton(t, K); }));
   if (all) {
-    put(Method::zero, [](const TaskSpectrum&, size_t) { return 0.0; });
-    put(Method::ols, [](const TaskSpectrum& t, size_t) { return predict_ols(t); });
-    put(Method::ridge, [&](const TaskSpectrum& t, size_t) { return predict_ridge(t, p.ridge_lambda); });
+    put(Method::zero, [](SpectrumRef, size_t) { return 0.0; });
+    put(Method::ols, [](SpectrumRef t, size_t) { return predict_ols(t); });
+    put(Method::ridge, [&](SpectrumRef t, size_t) { return predict_ridge(t, p.ridge_lambda); });
     keep(Method::pgd, predict_gd_all(s.input(), tuned.pgd_eta[K - 1], K));
   }
   return out;
@@ -262,7 +268,7 @@ Tuned tune_baselines(const Point& p, const TaskLaw& law, const TaskSet& s, bool 
       tuned.tuned_rr_t = minimise_log([&](double thr) { return f(tuned.tuned_rr_c, thr); }, tuned.tuned_rr_t / 2, tuned.tuned_rr_t * 2, 8);
     }
   }
-  const SpectraBlocks input = whitened_inputs ? s.input() : SpectraBlocks(std::vector<TaskSpectrum>{});
+  const SpectraBlocks input = whitened_inputs ? s.input() : SpectraBlocks(Spectra());
   // GD's rate on [1e-6, 10]: in closed form for one step (a quadratic loss), by the search for more.
   auto gd_rate = [&](const SpectraBlocks& set, int K) {
     return K == 1 ? gd_one_step_eta(set, s.y, 1e-6, 10.0)
@@ -635,7 +641,8 @@ TaskSet evaluation_set(const Point& p, const Bases& bases, const Tuning& t, cons
     }
   M[Metric::se_loss_tf] = paired_se(yhat[Method::tf], {}, y);
   double lo = kInf, hi = 0.0;
-  for (const TaskSpectrum& s : es.raw) {   // eigenvalues ascending
+  for (size_t t = 0; t < es.raw.size(); ++t) {   // eigenvalues ascending
+    const SpectrumRef s = es.raw[t];
     lo = std::min(lo, s.s(0));
     hi = std::max(hi, s.s(s.s.size() - 1));
   }
@@ -651,7 +658,7 @@ TaskSet evaluation_set(const Point& p, const Bases& bases, const Tuning& t, cons
       S[{Family::layer_loss, name}].push_back(K == L ? M[{Family::loss, name}] : loss_K());
     };
     series(Method::gd, [&] {
-      return mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y);
+      return mse(predict_all(es.raw, [&](SpectrumRef s, size_t) { return predict_gd(s, cf.gd_eta[K - 1], K); }), y);
     });
     series(Method::pgd, [&] { return mse(predict_gd_all(*es_input, cf.pgd_eta[K - 1], K), y); });
     auto gdpp_loss_K = [&](const GdppTuned& g) {
@@ -660,7 +667,7 @@ TaskSet evaluation_set(const Point& p, const Bases& bases, const Tuning& t, cons
     series(Method::gdpp, [&] { return gdpp_loss_K(t.gdpp_K[K - 1]); });
     series(Method::gdpp_tied, [&] { return gdpp_loss_K(t.tied_K[K - 1]); });
     series(Method::newton, [&] {
-      return mse(predict_all(es.raw, [&](const TaskSpectrum& s, size_t) { return predict_newton(s, K); }), y);
+      return mse(predict_all(es.raw, [&](SpectrumRef s, size_t) { return predict_newton(s, K); }), y);
     });
   }
 
@@ -869,7 +876,7 @@ void context_curve(const Point& p, const TaskLaw& law, const Bases& bases, const
     S[{Family::context_loss, Method::tf}].push_back(fits ? mse(tf, y) : kNaN);
     S[Metric::se_context_loss_tf].push_back(fits ? paired_se(tf, {}, y) : kNaN);
     S[{Family::context_loss, Method::gdpp}].push_back(mse(readouts_at(mk.gdpp, set, k, G, zq, cut, stop), y));
-    TaskSetBuilder ts(bases);
+    TaskSetBuilder ts(bases, set.B);
     for (int i = 0; i < set.B; ++i) {
       const Eigen::MatrixXd XXt = G[i].topLeftCorner(d, d);
       const Eigen::VectorXd Xy = G[i].col(d).head(d), xq = zq[i].head(d);

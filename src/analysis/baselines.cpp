@@ -12,13 +12,13 @@ namespace {
 constexpr double kRankTol = 1e-10;
 }
 
-double predict_ridge(const TaskSpectrum& t, double lambda) {
+double predict_ridge(SpectrumRef t, double lambda) {
   double yhat = 0.0;
   for (int i = 0; i < t.s.size(); ++i) yhat += t.z(i) * t.b(i) / (t.s(i) + lambda);
   return yhat;
 }
 
-double predict_ols(const TaskSpectrum& t) {
+double predict_ols(SpectrumRef t) {
   const double tol = kRankTol * std::max(t.s.maxCoeff(), 1e-300);
   double yhat = 0.0;
   for (int i = 0; i < t.s.size(); ++i)
@@ -37,7 +37,7 @@ double int_pow(double x, int K) {
 // Its two multiply-adds written fused (fused_madd), as predict_gd_all computes them: left to the compiler, the
 // sum's was fused or not by the tuning (-mtune=znver3 splits a loop's multiply-add chains: the two forms then
 // differed in the last bits on a Zen 5 core's -march=native build).
-double predict_gd(const TaskSpectrum& t, double eta, int K) {
+double predict_gd(SpectrumRef t, double eta, int K) {
   double yhat = 0.0;
   for (int i = 0; i < t.s.size(); ++i) {
     const double s = t.s(i);
@@ -48,20 +48,36 @@ double predict_gd(const TaskSpectrum& t, double eta, int K) {
   return yhat;
 }
 
+namespace {
+
+// The block layout of `spectra` (a Spectra or a vector of TaskSpectrum), scaled by c.
+template <class Set>
+void to_blocks(const Set& spectra, double c, SpectraBlocks& out) {
+  const size_t size = (out.tasks + kTaskLanes - 1) / kTaskLanes * kTaskLanes * out.d;
+  out.s.assign(size, 0.0);
+  out.b.assign(size, 0.0);
+  out.z.assign(size, 0.0);
+  const double c2 = c * c;
+  for (size_t t = 0; t < out.tasks; ++t) {
+    const SpectrumRef task = spectra[t];
+    for (int i = 0; i < out.d; ++i) {
+      const size_t at = (t / kTaskLanes * out.d + i) * kTaskLanes + t % kTaskLanes;
+      out.s[at] = task.s(i) * c2;
+      out.b[at] = task.b(i) * c;
+      out.z[at] = task.z(i) * c;
+    }
+  }
+}
+
+}  // namespace
+
+SpectraBlocks::SpectraBlocks(const Spectra& spectra, double c) : d(spectra.d()), tasks(spectra.size()) {
+  to_blocks(spectra, c, *this);
+}
+
 SpectraBlocks::SpectraBlocks(const std::vector<TaskSpectrum>& spectra, double c)
     : d(spectra.empty() ? 0 : static_cast<int>(spectra[0].s.size())), tasks(spectra.size()) {
-  const size_t size = (tasks + kTaskLanes - 1) / kTaskLanes * kTaskLanes * d;
-  s.assign(size, 0.0);
-  b.assign(size, 0.0);
-  z.assign(size, 0.0);
-  const double c2 = c * c;
-  for (size_t t = 0; t < tasks; ++t)
-    for (int i = 0; i < d; ++i) {
-      const size_t at = (t / kTaskLanes * d + i) * kTaskLanes + t % kTaskLanes;
-      s[at] = spectra[t].s(i) * c2;
-      b[at] = spectra[t].b(i) * c;
-      z[at] = spectra[t].z(i) * c;
-    }
+  to_blocks(spectra, c, *this);
 }
 
 namespace {
@@ -119,17 +135,17 @@ double gd_one_step_eta(const SpectraBlocks& set, const std::vector<double>& y, d
   return aa > 0 ? std::clamp(ya / aa, lo, hi) : aa == 0 ? lo : std::nan("");
 }
 
-double newton_alpha(const TaskSpectrum& t) {
+double newton_alpha(SpectrumRef t) {
   return 1 / t.s.array().square().matrix().norm();   // 1 / |S S^T|_F = 1 / sqrt(sum_i s_i^4)
 }
 
-double predict_newton(const TaskSpectrum& t, int K) {
+double predict_newton(SpectrumRef t, int K) {
   std::vector<double> yhat(K + 1);
   predict_newton_steps(t, K, yhat.data());
   return yhat[K];
 }
 
-void predict_newton_steps(const TaskSpectrum& t, int K, double* yhat) {
+void predict_newton_steps(SpectrumRef t, int K, double* yhat) {
   std::fill(yhat, yhat + K + 1, 0.0);
   const double s_max = t.s.maxCoeff();
   if (!(s_max > 0)) return;
@@ -142,7 +158,7 @@ void predict_newton_steps(const TaskSpectrum& t, int K, double* yhat) {
   }
 }
 
-double noise_estimate(const TaskSpectrum& t) {
+double noise_estimate(SpectrumRef t) {
   double fit = 0.0;   // |P_X y|^2 = sum_i b_i^2 / s_i
   const double tol = kRankTol * std::max(t.s.maxCoeff(), 1e-300);
   int rank = 0;
@@ -154,7 +170,7 @@ double noise_estimate(const TaskSpectrum& t) {
   return std::max(t.yy - fit, 0.0) / std::max(t.n - rank, 1);
 }
 
-double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, const std::vector<double>& weight) {
+double predict_bayes(SpectrumRef t, const std::vector<double>& sigma, const std::vector<double>& weight) {
   const int d = static_cast<int>(t.s.size());
   std::vector<double> logp(sigma.size());
   double best = -std::numeric_limits<double>::infinity();

@@ -250,6 +250,8 @@ GdppTasks gdpp_tasks(const TaskBatch<double>& set) {
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
   TaskSpectra spectra;
+  spectra.reserve(set.B);
+  out.y.reserve(set.B);
   for (int t = 0; t < set.B; ++t) {
     batch_task(set, t, &X, &y);
     spectra.add(X.leftCols(set.n), y.head(set.n), X.col(set.n));

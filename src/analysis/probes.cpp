@@ -97,9 +97,10 @@ namespace {
 
 // Every eval task's prefixes as spectra, [t * n + j - 1]: the plain X X^T of its first j = 1..n pairs,
 // predicting x_j.
-std::vector<TaskSpectrum> prefix_spectra(const TaskBatch<double>& eval) {
+Spectra prefix_spectra(const TaskBatch<double>& eval) {
   const int d = eval.d, N = eval.n + 1;
   TaskSpectra spectra;
+  spectra.reserve(static_cast<size_t>(eval.B) * eval.n);
   for (int t = 0; t < eval.B; ++t) {
     const L* Z = eval.chunk_Z(t / kLanes<double>);
     const int v = t % kLanes<double>;
@@ -120,13 +121,13 @@ std::vector<TaskSpectrum> prefix_spectra(const TaskBatch<double>& eval) {
 }
 
 // A prefix's predictions for every column: row[c], c = 0..columns-1.
-using Method = std::function<void(const TaskSpectrum&, double* row)>;
+using Method = std::function<void(SpectrumRef, double* row)>;
 
 // L x columns row-major: per layer l and column c, the mean over the tasks t of the cosine of the probe's
 // errors e[l][t] with the method's, row_c(prefix j) - y[t](j) (j = 0, no example: the prediction 0).  A task's
 // rows are computed once for all columns; each cosine sum still adds the tasks in order.
 std::vector<double> similarity(const std::vector<std::vector<Eigen::VectorXd>>& e,
-                               const std::vector<TaskSpectrum>& prefixes, const std::vector<Eigen::VectorXd>& y,
+                               const Spectra& prefixes, const std::vector<Eigen::VectorXd>& y,
                                int columns, const Method& method, const std::atomic<bool>* stop) {
   const int Ls = static_cast<int>(e.size()), B = static_cast<int>(y.size()), n = static_cast<int>(y[0].size()) - 1;
   std::vector<double> cos(static_cast<size_t>(Ls) * columns, 0.0), rows(static_cast<size_t>(n) * columns);
@@ -176,19 +177,19 @@ void probe_similarity(const Point& p, const std::vector<double>& theta, Analysis
     S[Metric::probe_loss].push_back(sum / (static_cast<double>(B) * N));
   }
   check_stop(stop);
-  const std::vector<TaskSpectrum> prefixes = prefix_spectra(eval);
+  const Spectra prefixes = prefix_spectra(eval);
   std::vector<Eigen::VectorXd> y;
   for (int t = 0; t < B; ++t) y.push_back(prefix_labels(eval, t));
   const std::vector<double> newton = similarity(
-      e, prefixes, y, K_max + 1, [&](const TaskSpectrum& t, double* row) { predict_newton_steps(t, K_max, row); }, stop);
+      e, prefixes, y, K_max + 1, [&](SpectrumRef t, double* row) { predict_newton_steps(t, K_max, row); }, stop);
   const std::vector<double> gd = similarity(
       e, prefixes, y, kProbeGdSteps,
-      [](const TaskSpectrum& t, double* row) {
+      [](SpectrumRef t, double* row) {
         for (int c = 0; c < kProbeGdSteps; ++c) row[c] = predict_gd(t, kProbeGdRate, 1 << c);
       },
       stop);
   const std::vector<double> ols =
-      similarity(e, prefixes, y, 1, [](const TaskSpectrum& t, double* row) { row[0] = predict_ols(t); }, stop);
+      similarity(e, prefixes, y, 1, [](SpectrumRef t, double* row) { row[0] = predict_ols(t); }, stop);
   S[Metric::probe_newton_similarity] = newton;
   S[Metric::probe_gd_similarity] = gd;
   S[Metric::probe_ols_similarity] = ols;

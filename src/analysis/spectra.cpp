@@ -271,6 +271,7 @@ void TaskSpectra::add_sums(const Eigen::MatrixXd& G, const Eigen::VectorXd& Xy, 
     d_ = d;
     G_.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
     P_.assign(static_cast<size_t>(d) * 2 * kTaskLanes, 0.0);
+    reserve(sums_.capacity());
   }
   if (d != d_) throw std::logic_error("TaskSpectra: tasks of different dimensions");
   const double scale = d > 0 ? G.cwiseAbs().maxCoeff() : 0.0;
@@ -282,6 +283,13 @@ void TaskSpectra::add_sums(const Eigen::MatrixXd& G, const Eigen::VectorXd& Xy, 
     P_[(2 * r + 1) * kTaskLanes + j] = xq(r);
   }
   if (j + 1 == kTaskLanes) reduce_block();
+}
+
+void TaskSpectra::reserve(size_t tasks) {
+  sums_.reserve(tasks);
+  if (d_ < 0) return;   // sized by the first task (add_sums), which calls this again
+  const size_t size = (tasks + kTaskLanes - 1) / kTaskLanes * kTaskLanes * d_;
+  for (std::vector<double>* v : {&a_, &e_, &p_, &q_}) v->reserve(size);
 }
 
 // The block in G_, P_ (its unused lanes zero) to tridiagonal form, appended to a_, e_, p_, q_.  A task whose
@@ -305,12 +313,20 @@ void TaskSpectra::reduce_block() {
   std::fill(P_.begin(), P_.end(), 0.0);
 }
 
-std::vector<TaskSpectrum> TaskSpectra::take() {
+// Segments of whole aligned blocks: each task's s, b, z start where Eigen's own vectors' would (SpectrumRef).
+Spectra::Spectra(int d, size_t tasks) : d_(d), yy_(tasks, 0.0), n_(tasks, 0) {
+  constexpr size_t align = std::max<size_t>(1, EIGEN_MAX_ALIGN_BYTES / sizeof(double));
+  stride_ = (static_cast<size_t>(d) + align - 1) / align * align;
+  data_.assign(tasks * 3 * stride_, 0.0);
+}
+
+Spectra TaskSpectra::take() {
   if (sums_.size() % kTaskLanes) reduce_block();
-  std::vector<TaskSpectrum> out(sums_.size());
-  const int d = d_;
-  std::vector<int> order(std::max(d, 0));
-  Lanes lanes(std::max(d, 0));
+  const int d = std::max(d_, 0);
+  Spectra out(d, sums_.size());
+  const size_t stride = out.stride();
+  std::vector<int> order(d);
+  Lanes lanes(d);
   const size_t blocks = (sums_.size() + kTaskLanes - 1) / kTaskLanes;
   for (size_t b0 = 0; b0 < blocks; b0 += kQrLanes / kTaskLanes) {   // block b0 + i as lanes i kTaskLanes.. (zero: none)
     const size_t t0 = b0 * kTaskLanes, count = std::min<size_t>(kQrLanes, sums_.size() - t0);
@@ -328,17 +344,13 @@ std::vector<TaskSpectrum> TaskSpectra::take() {
       const Sums& r = sums_[t0 + j];
       for (int i = 0; i < d; ++i) order[i] = i;   // ascending, as Eigen's solver
       sort_order(order, [&](int u, int v) { return lanes.at(lanes.a, u, j) < lanes.at(lanes.a, v, j); });
-      TaskSpectrum& s = out[t0 + j];
-      s.s.resize(d);
-      s.b.resize(d);
-      s.z.resize(d);
+      double* s = out.entries(t0 + j);   // s, then b, then z
       for (int i = 0; i < d; ++i) {
-        s.s(i) = std::max(lanes.at(lanes.a, order[i], j) * r.scale, 0.0);
-        s.b(i) = lanes.at(lanes.p, order[i], j);
-        s.z(i) = lanes.at(lanes.q, order[i], j);
+        s[i] = std::max(lanes.at(lanes.a, order[i], j) * r.scale, 0.0);
+        s[stride + i] = lanes.at(lanes.p, order[i], j);
+        s[2 * stride + i] = lanes.at(lanes.q, order[i], j);
       }
-      s.yy = r.yy;
-      s.n = r.n;
+      out.set_context(t0 + j, r.yy, r.n);
     }
   }
   *this = TaskSpectra();
@@ -348,7 +360,8 @@ std::vector<TaskSpectrum> TaskSpectra::take() {
 TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq) {
   TaskSpectra one;
   one.add(X, y, xq);
-  return one.take()[0];
+  const SpectrumRef t = one.take()[0];
+  return {t.s, t.b, t.z, t.yy, t.n};
 }
 
 }  // namespace icl

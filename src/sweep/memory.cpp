@@ -77,13 +77,12 @@ SpectraBases spectra_bases(const Point& p) {
   return {2.0 * matrix, 1.0 + 2 * matrix};
 }
 
-// Per-task spectra: TaskSpectrum (64 bytes, in vectors grown by doubling) with three heap d-vectors each (malloc:
-// 8 bytes of header, 16-byte granules, 32 at least), 1 + copies of them; and while they are computed each
-// reduction's a, e, X y, x_q (4 d doubles a task) and sums (24 bytes), grown by doubling.
+// Per-task spectra (Spectra): s, b and z, each d doubles rounded up to 64 bytes, and |y|^2 and n (12 bytes) a task,
+// 1 + copies of them; and while they are computed each reduction's a, e, X y, x_q (4 d doubles a task) and sums
+// (24 bytes), reserved for the set; the set's labels and noise levels (16 bytes a task).
 double spectra_bytes(double tasks, double d, SpectraBases bases = {}) {
-  const double cap = std::exp2(std::ceil(std::log2(std::max(tasks, 1.0))));
-  const double vec = std::max(32.0, std::ceil((8 * d + 8) / 16) * 16);
-  return (1 + bases.copies) * (64 * cap + tasks * 3 * vec) + bases.reductions * (4 * 8 * d + 24) * cap + 2 * 8 * cap;
+  const double segment = std::ceil(d / 8) * 64;
+  return (1 + bases.copies) * tasks * (3 * segment + 12) + bases.reductions * (4 * 8 * d + 24) * tasks + 2 * 8 * tasks;
 }
 
 }  // namespace

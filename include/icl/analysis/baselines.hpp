@@ -19,10 +19,54 @@
 
 namespace icl {
 
+// One task's spectrum as every predictor below reads it: views of s, b, z aligned as Eigen's own vectors, so that
+// Eigen's reductions over them take the same path (the same bits) as over a TaskSpectrum's.
+struct SpectrumRef {
+  using Vec = Eigen::Map<const Eigen::VectorXd, Eigen::AlignedMax>;
+  Vec s, b, z;   // d each
+  double yy;     // |y|^2 over the context
+  int n;
+};
+
+// One task's spectrum, owned (task_spectrum; the many tasks of a set are a Spectra).
 struct TaskSpectrum {
   Eigen::VectorXd s, b, z;   // d each
   double yy = 0;             // |y|^2 over the context
   int n = 0;
+  operator SpectrumRef() const {
+    return {SpectrumRef::Vec(s.data(), s.size()), SpectrumRef::Vec(b.data(), b.size()),
+            SpectrumRef::Vec(z.data(), z.size()), yy, n};
+  }
+};
+
+// Many tasks' spectra of one d in one allocation (TaskSpectra::take): task t's s, b and z each a segment of
+// `stride` doubles (d rounded up to Eigen's alignment), one after the other.
+class Spectra {
+ public:
+  Spectra() = default;
+  Spectra(int d, size_t tasks);   // every entry 0
+  size_t size() const { return yy_.size(); }
+  bool empty() const { return yy_.empty(); }
+  int d() const { return d_; }
+  SpectrumRef operator[](size_t t) const {
+    const double* at = &data_[t * 3 * stride_];
+    return {SpectrumRef::Vec(at, d_), SpectrumRef::Vec(at + stride_, d_), SpectrumRef::Vec(at + 2 * stride_, d_), yy_[t],
+            n_[t]};
+  }
+  // Task t's s, b, z (d each, `stride` apart) and its |y|^2 and n, to be written.
+  double* entries(size_t t) { return &data_[t * 3 * stride_]; }
+  size_t stride() const { return stride_; }
+  void set_context(size_t t, double yy, int n) {
+    yy_[t] = yy;
+    n_[t] = n;
+  }
+
+ private:
+  int d_ = 0;
+  size_t stride_ = 0;
+  std::vector<double, Eigen::aligned_allocator<double>> data_;
+  std::vector<double> yy_;
+  std::vector<int> n_;
 };
 
 // X: d x n context inputs, y: n labels, xq: the query, all already in the chosen basis (src/analysis/spectra.cpp).
@@ -37,7 +81,8 @@ class TaskSpectra {
   void add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);
   // The same from the context's sums: X X^T, X y, |y|^2 and n (a context grown a token at a time keeps them).
   void add_sums(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq);
-  std::vector<TaskSpectrum> take();
+  Spectra take();
+  void reserve(size_t tasks);   // room for this many tasks before the next take() (the reduced blocks grow without copies)
 
  private:
   void reduce_block();
@@ -59,20 +104,21 @@ struct SpectraBlocks {
   int d = 0;
   size_t tasks = 0;
   std::vector<double> s, b, z;
+  explicit SpectraBlocks(const Spectra& spectra, double c = 1.0);
   explicit SpectraBlocks(const std::vector<TaskSpectrum>& spectra, double c = 1.0);
 };
 
-double predict_ridge(const TaskSpectrum& t, double lambda);
-double predict_ols(const TaskSpectrum& t);   // minimum norm (pseudo-inverse) when n < d
-double predict_gd(const TaskSpectrum& t, double eta, int K);
+double predict_ridge(SpectrumRef t, double lambda);
+double predict_ols(SpectrumRef t);   // minimum norm (pseudo-inverse) when n < d
+double predict_gd(SpectrumRef t, double eta, int K);
 // predict_ridge (lambda[t] for task t) and predict_gd of every task, kTaskLanes at a time, each lane one
 // task's arithmetic in that task's order: the same bits as the one-task forms (the tunings' many passes).
 std::vector<double> predict_ridge_all(const SpectraBlocks& set, const std::vector<double>& lambda);
 std::vector<double> predict_gd_all(const SpectraBlocks& set, double eta, int K);
 // AdaRR's noise estimate RSS_OLS / (n - d) (docs/science.md section 4); requires n > d.
-double noise_estimate(const TaskSpectrum& t);
+double noise_estimate(SpectrumRef t);
 // Posterior-weighted ridge over the support `sigma` with prior weights `weight` (same length).
-double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, const std::vector<double>& weight);
+double predict_bayes(SpectrumRef t, const std::vector<double>& sigma, const std::vector<double>& weight);
 
 // K steps of iterative Newton for the pseudo-inverse of S = X X^T (Fu et al. 2023): M_0 = alpha S,
 // M_{k+1} = 2 M_k - M_k S M_k, yhat = x_q^T M_K X y, with alpha as Fu et al.'s current code (kNewtonAlpha).
@@ -90,10 +136,10 @@ double predict_bayes(const TaskSpectrum& t, const std::vector<double>& sigma, co
 constexpr const char* kNewtonAlpha =
     "M_0 = alpha S, alpha = 1/|S S^T|_F (Frobenius; Fu et al.'s code, DeqingFu/transformers-icl-second-order "
     "src/models.py:514-515 @52376dd)";
-double newton_alpha(const TaskSpectrum& t);
-double predict_newton(const TaskSpectrum& t, int K);
+double newton_alpha(SpectrumRef t);
+double predict_newton(SpectrumRef t, int K);
 // Every step's prediction, yhat[k] = predict_newton(t, k) for k = 0..K, in one pass (cost K d, not K^2 d / 2).
-void predict_newton_steps(const TaskSpectrum& t, int K, double* yhat);
+void predict_newton_steps(SpectrumRef t, int K, double* yhat);
 
 // dMMSE (Raventos et al. 2023): the posterior mean under the uniform prior over the pool's columns W
 // (d x M) and the noise mixture (levels sigma_k, prior weights pi_k), in the raw basis:

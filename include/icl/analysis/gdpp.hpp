@@ -25,7 +25,7 @@ namespace icl {
 // transformer's O(K n d^2) per evaluation: the tuning below runs on this; gdpp_loss_transformer is the
 // transformer's loss, the same function up to rounding (tests/test_gdpp.cpp).
 struct GdppTasks {
-  std::vector<TaskSpectrum> spectra;
+  Spectra spectra;
   std::vector<double> y;   // the query labels
 };
 GdppTasks gdpp_tasks(const TaskBatch<double>& set);
