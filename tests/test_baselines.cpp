@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "icl/analysis/baselines.hpp"
+#include "icl/analysis/context_sums.hpp"
+#include "icl/data/data.hpp"
 
 namespace icl {
 namespace {
@@ -58,7 +60,7 @@ void expect_same_predictions(const TaskSpectrum& got, const TaskSpectrum& ref, d
   const double s_max = std::max(ref.s.maxCoeff(), 1e-300);
   for (int i = 0; i < ref.s.size(); ++i) EXPECT_NEAR(got.s(i), ref.s(i), tol * s_max) << what << " s_" << i;
   EXPECT_EQ(got.n, ref.n);
-  EXPECT_EQ(got.yy, ref.yy);
+  EXPECT_NEAR(got.yy, ref.yy, 1e-14 * ref.yy);   // a chain in token order (context_sums.hpp), the reference Eigen's sum
   auto near = [&](double a, double b, const char* name, double scale = -1.0) {
     if (scale < 0) scale = floor;
     if (std::isnan(a) && std::isnan(b)) return;   // Newton's alpha underflows at tiny scales, in both
@@ -451,6 +453,78 @@ TEST(TaskSpectrum, DegenerateAndExtremeContexts) {
     const Task t = gaussian_task(d, 3 * d, std::vector<double>(d, c), 0.0, rng);
     expect_same_predictions(task_spectrum(t.X, t.y, t.xq), task_spectrum_ref(t.X, t.y, t.xq), 1e-9,
                             "scale " + std::to_string(c), true, 0.0);
+  }
+}
+
+}  // namespace
+}  // namespace icl
+
+namespace icl {
+namespace {
+
+// A block's context sums (context_block: kWidth tasks to a register) are each task's own (context_sums: one
+// chain of multiply-adds in token order) to the bit, for float and double batches and a partial last block;
+// X X^T is symmetric; the query and its label are the task's; and the spectra from add_block are those from
+// add_sums task by task.
+template <class T>
+void check_blocks(const Point& p, int B) {
+  TaskBatch<T> batch;
+  batch.resize(B, p.d, p.n);
+  sample_tasks(make_task_law(p), p.seed, Stream::eval, 0, batch);
+  ContextBlock block;
+  TaskSpectra by_block, by_task;
+  Eigen::MatrixXd X, XXt, XXt_j;
+  Eigen::VectorXd y, Xy, Xy_j, xq_j;
+  for (int first = 0; first < B; first += kTaskLanes) {
+    context_block(batch, first, &block);
+    ASSERT_EQ(block.count, std::min(kTaskLanes, B - first));
+    by_block.add_block(block);
+    for (int j = 0; j < block.count; ++j) {
+      batch_task(batch, first + j, &X, &y);
+      double yy = 0;
+      context_sums(X.leftCols(p.n), y.head(p.n), &XXt, &Xy, &yy);
+      block.task(j, &XXt_j, &Xy_j, &xq_j);
+      EXPECT_EQ(XXt_j, XXt) << "task " << first + j;
+      EXPECT_EQ(XXt_j, XXt_j.transpose());
+      EXPECT_EQ(Xy_j, Xy);
+      EXPECT_EQ(block.yy[j], yy);
+      EXPECT_EQ(xq_j, X.col(p.n));
+      EXPECT_EQ(block.y_query[j], y(p.n));
+      by_task.add_sums(XXt, Xy, yy, p.n, X.col(p.n));
+    }
+  }
+  const Spectra a = by_block.take(), b = by_task.take();
+  ASSERT_EQ(a.size(), static_cast<size_t>(B));
+  for (size_t t = 0; t < a.size(); ++t) {
+    EXPECT_EQ(a[t].s, b[t].s);
+    EXPECT_EQ(a[t].b, b[t].b);
+    EXPECT_EQ(a[t].z, b[t].z);
+  }
+}
+
+TEST(ContextSums, ABlockGivesEachTasksSumsAsAlone) {
+  Point p;
+  p.d = 7;
+  p.n = 13;
+  p.noise = NoiseKind::fixed;
+  p.noise_sigma = {0.3};
+  check_blocks<float>(p, 37);
+  check_blocks<double>(p, 21);
+}
+
+// On float inputs every product is exact in double, so the chain's sums are the same fused or not.
+TEST(ContextSums, FloatSumsAreTheSameFusedOrNot) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<float> g;
+  for (int rep = 0; rep < 200; ++rep) {
+    double fused = 0, unfused = 0;
+    for (int j = 0; j < 40; ++j) {
+      const double a = g(rng), b = g(rng);
+      fused = std::fma(a, b, fused);
+      volatile double ab = a * b;   // rounded on its own
+      unfused = ab + unfused;
+    }
+    EXPECT_EQ(fused, unfused);
   }
 }
 

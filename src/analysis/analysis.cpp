@@ -121,6 +121,8 @@ struct TaskSetBuilder {
   const Bases& bases;
   TaskSet s;
   TaskSpectra raw, prior, input;
+  Eigen::MatrixXd XXt_j;   // a block's task j, for the matrix bases
+  Eigen::VectorXd Xy_j, xq_j;
   TaskSetBuilder(const Bases& b, size_t tasks) : bases(b) {   // room for `tasks`: no copies as the set grows
     s.y.reserve(tasks);
     s.sigma.reserve(tasks);
@@ -135,6 +137,20 @@ struct TaskSetBuilder {
     raw.add_sums(XXt, Xy, yy, n, xq);
     bases.Wp.add(prior, XXt, Xy, yy, n, xq);
     bases.Wi.add(input, XXt, Xy, yy, n, xq);
+  }
+  // A block's tasks (context_sums.hpp), their noise levels from `sigma` (the block's first task's).
+  void add_block(const ContextBlock& b, const double* sigma) {
+    raw.add_block(b);
+    for (int j = 0; j < b.count; ++j) {
+      s.y.push_back(b.y_query[j]);
+      s.sigma.push_back(sigma[j]);
+    }
+    if (!bases.Wp.W.size() && !bases.Wi.W.size()) return;
+    for (int j = 0; j < b.count; ++j) {
+      b.task(j, &XXt_j, &Xy_j, &xq_j);
+      bases.Wp.add(prior, XXt_j, Xy_j, b.yy[j], b.n, xq_j);
+      bases.Wi.add(input, XXt_j, Xy_j, b.yy[j], b.n, xq_j);
+    }
   }
   TaskSet take() {
     s.raw = raw.take();
@@ -154,19 +170,18 @@ TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* p
   std::optional<DmmseSums> dmmse;
   if (pool) dmmse.emplace(dmmse_prior(*pool));
   TaskSetBuilder s(bases, batch.B);
-  const int n = batch.n;
-  Eigen::MatrixXd X, Xc, XXt;   // sized by the first task, reused by the others
-  Eigen::VectorXd y, yc, xq, Xy;
-  for (int t = 0; t < batch.B; ++t) {
-    check_stop(stop);   // per task: its reductions to tridiagonal form and, with a pool, dMMSE against all M pool tasks
-    batch_task(batch, t, &X, &y);
-    Xc = X.leftCols(n);
-    yc = y.head(n);
-    xq = X.col(n);
-    XXt.noalias() = Xc * Xc.transpose();
-    Xy.noalias() = Xc * yc;
-    s.add(XXt, Xy, yc.squaredNorm(), n, xq, y(n), batch.sigma[t]);
-    if (dmmse) dmmse->add(XXt, Xy, yc.squaredNorm(), n, xq);
+  ContextBlock block;
+  Eigen::MatrixXd XXt;
+  Eigen::VectorXd Xy, xq;
+  for (int first = 0; first < batch.B; first += kTaskLanes) {
+    check_stop(stop);   // per block: its reductions to tridiagonal form and, with a pool, dMMSE against all M pool tasks
+    context_block(batch, first, &block);
+    s.add_block(block, &batch.sigma[first]);
+    if (dmmse)
+      for (int j = 0; j < block.count; ++j) {
+        block.task(j, &XXt, &Xy, &xq);
+        dmmse->add(XXt, Xy, block.yy[j], block.n, xq);
+      }
   }
   if (dmmse) s.s.dmmse = dmmse->take();
   return s.take();
@@ -641,8 +656,8 @@ TaskSet evaluation_set(const Point& p, const Bases& bases, const Tuning& t, cons
     }
   M[Metric::se_loss_tf] = paired_se(yhat[Method::tf], {}, y);
   double lo = kInf, hi = 0.0;
-  for (size_t t = 0; t < es.raw.size(); ++t) {   // eigenvalues ascending
-    const SpectrumRef s = es.raw[t];
+  for (size_t i = 0; i < es.raw.size(); ++i) {   // eigenvalues ascending
+    const SpectrumRef s = es.raw[i];
     lo = std::min(lo, s.s(0));
     hi = std::max(hi, s.s(s.s.size() - 1));
   }

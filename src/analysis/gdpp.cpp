@@ -247,15 +247,14 @@ GdppTuned bfgs(GdppLoss& loss, std::vector<double> x, double unit, const std::ve
 
 GdppTasks gdpp_tasks(const TaskBatch<double>& set) {
   GdppTasks out;
-  Eigen::MatrixXd X;
-  Eigen::VectorXd y;
   TaskSpectra spectra;
   spectra.reserve(set.B);
   out.y.reserve(set.B);
-  for (int t = 0; t < set.B; ++t) {
-    batch_task(set, t, &X, &y);
-    spectra.add(X.leftCols(set.n), y.head(set.n), X.col(set.n));
-    out.y.push_back(y(set.n));
+  ContextBlock block;
+  for (int first = 0; first < set.B; first += kTaskLanes) {
+    context_block(set, first, &block);
+    spectra.add_block(block);
+    out.y.insert(out.y.end(), block.y_query, block.y_query + block.count);
   }
   out.spectra = spectra.take();
   return out;

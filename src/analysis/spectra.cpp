@@ -262,11 +262,25 @@ void sort_order(std::vector<int>& order, Less less) {
 }  // namespace
 
 void TaskSpectra::add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq) {
-  add_sums(X * X.transpose(), X * y, y.squaredNorm(), static_cast<int>(y.size()), xq);
+  Eigen::MatrixXd XXt;
+  Eigen::VectorXd Xy;
+  double yy = 0;
+  context_sums(X, y, &XXt, &Xy, &yy);
+  add_sums(XXt, Xy, yy, static_cast<int>(y.size()), xq);
 }
 
 void TaskSpectra::add_sums(const Eigen::MatrixXd& G, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq) {
-  const int d = static_cast<int>(G.rows());
+  put(static_cast<int>(G.rows()), G.data(), 1, G.rows(), Xy.data(), xq.data(), 1, yy, n);   // column-major
+}
+
+void TaskSpectra::add_block(const ContextBlock& block) {
+  for (int j = 0; j < block.count; ++j)
+    put(block.d, &block.XXt[j], block.d * kTaskLanes, kTaskLanes, &block.Xy[j], &block.xq[j], kTaskLanes, block.yy[j], block.n);
+}
+
+// The scale: X X^T's largest |entry|, NaN where an entry is (reduce_block keeps such a task as it is).
+void TaskSpectra::put(int d, const double* G, size_t rs, size_t cs, const double* Xy, const double* xq, size_t vs, double yy,
+                      int n) {
   if (d_ < 0) {
     d_ = d;
     G_.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
@@ -274,13 +288,21 @@ void TaskSpectra::add_sums(const Eigen::MatrixXd& G, const Eigen::VectorXd& Xy, 
     reserve(sums_.capacity());
   }
   if (d != d_) throw std::logic_error("TaskSpectra: tasks of different dimensions");
-  const double scale = d > 0 ? G.cwiseAbs().maxCoeff() : 0.0;
+  double scale = 0.0;
+  bool nan = false;
+  for (int r = 0; r < d; ++r)
+    for (int c = 0; c < d; ++c) {
+      const double g = std::fabs(G[r * rs + c * cs]);
+      nan = nan || g != g;
+      scale = std::max(scale, g);
+    }
+  if (nan) scale = std::numeric_limits<double>::quiet_NaN();
   const size_t j = sums_.size() % kTaskLanes;
   sums_.push_back({scale, yy, n});
   for (int r = 0; r < d; ++r) {
-    for (int c = 0; c < d; ++c) G_[(r * d + c) * kTaskLanes + j] = scale > 0 ? G(r, c) / scale : 0.0;
-    P_[(2 * r) * kTaskLanes + j] = Xy(r);
-    P_[(2 * r + 1) * kTaskLanes + j] = xq(r);
+    for (int c = 0; c < d; ++c) G_[(r * d + c) * kTaskLanes + j] = scale > 0 ? G[r * rs + c * cs] / scale : 0.0;
+    P_[(2 * r) * kTaskLanes + j] = Xy[r * vs];
+    P_[(2 * r + 1) * kTaskLanes + j] = xq[r * vs];
   }
   if (j + 1 == kTaskLanes) reduce_block();
 }

@@ -14,6 +14,7 @@
 #include <functional>
 #include <vector>
 
+#include "icl/analysis/context_sums.hpp"
 #include "icl/analysis/lanes.hpp"
 #include "icl/base/eigen.hpp"
 
@@ -81,11 +82,15 @@ class TaskSpectra {
   void add(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq);
   // The same from the context's sums: X X^T, X y, |y|^2 and n (a context grown a token at a time keeps them).
   void add_sums(const Eigen::MatrixXd& XXt, const Eigen::VectorXd& Xy, double yy, int n, const Eigen::VectorXd& xq);
+  // The same for a block's tasks (context_sums.hpp), in order.
+  void add_block(const ContextBlock& block);
   Spectra take();
   void reserve(size_t tasks);   // room for this many tasks before the next take() (the reduced blocks grow without copies)
 
  private:
   void reduce_block();
+  // One task's sums in dimension d: X X^T (r, c) at G[r rs + c cs], (X y)_i and x_q,i at Xy[i vs] and xq[i vs].
+  void put(int d, const double* G, size_t rs, size_t cs, const double* Xy, const double* xq, size_t vs, double yy, int n);
   struct Sums {
     double scale = 0, yy = 0;   // X X^T's largest entry (the reduction's is X X^T / scale), |y|^2
     int n = 0;

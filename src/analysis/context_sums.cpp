@@ -1,0 +1,86 @@
+// context_sums.hpp.  The block's sums run kWidth tasks to a register, each lane one task's chain of
+// multiply-adds in token order: the same bits as context_sums on that task alone.
+#include "icl/analysis/context_sums.hpp"
+
+#include <algorithm>
+
+namespace icl {
+
+using lanes::kWidth;
+using lanes::load;
+using lanes::madd;
+using lanes::store;
+using lanes::Vd;
+
+void context_sums(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, Eigen::MatrixXd* XXt, Eigen::VectorXd* Xy, double* yy) {
+  const int d = static_cast<int>(X.rows()), n = static_cast<int>(X.cols());
+  XXt->resize(d, d);
+  Xy->resize(d);
+  for (int r = 0; r < d; ++r) {
+    for (int k = 0; k <= r; ++k) {
+      double s = 0.0;
+      for (int j = 0; j < n; ++j) s = fused_madd(X(r, j), X(k, j), s);
+      (*XXt)(r, k) = (*XXt)(k, r) = s;
+    }
+    double s = 0.0;
+    for (int j = 0; j < n; ++j) s = fused_madd(X(r, j), y(j), s);
+    (*Xy)(r) = s;
+  }
+  double s = 0.0;
+  for (int j = 0; j < n; ++j) s = fused_madd(y(j), y(j), s);
+  *yy = s;
+}
+
+void ContextBlock::task(int j, Eigen::MatrixXd* XXt_j, Eigen::VectorXd* Xy_j, Eigen::VectorXd* xq_j) const {
+  XXt_j->resize(d, d);
+  Xy_j->resize(d);
+  xq_j->resize(d);
+  for (int r = 0; r < d; ++r) {
+    for (int k = 0; k < d; ++k) (*XXt_j)(r, k) = XXt[(r * d + k) * kTaskLanes + j];
+    (*Xy_j)(r) = Xy[r * kTaskLanes + j];
+    (*xq_j)(r) = xq[r * kTaskLanes + j];
+  }
+}
+
+template <class T>
+void context_block(const TaskBatch<T>& batch, int first, ContextBlock* out) {
+  const int d = batch.d, n = batch.n, N = n + 1, V = kLanes<T>, D = d + 1;
+  const Lane<T>* Z = batch.chunk_Z(first / V);
+  const int lane0 = first % V;   // the block's first lane in its chunk (kTaskLanes divides kLanes<T>)
+  out->d = d;
+  out->n = n;
+  out->count = std::clamp(batch.B - first, 0, kTaskLanes);
+  // The block's tokens (x_j, y_j) in double, token j's row i at [(i N + j) kTaskLanes + lane]; padding tasks are 0.
+  std::vector<double> z(static_cast<size_t>(D) * N * kTaskLanes);
+  for (int i = 0; i < D; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int v = 0; v < kTaskLanes; ++v) z[(i * N + j) * kTaskLanes + v] = static_cast<double>(Z[i * N + j][lane0 + v]);
+  out->XXt.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
+  out->Xy.assign(static_cast<size_t>(d) * kTaskLanes, 0.0);
+  out->xq.assign(static_cast<size_t>(d) * kTaskLanes, 0.0);
+  const auto at = [&](int i, int j, int h) { return load<Vd>(&z[(i * N + j) * kTaskLanes + h]); };
+  for (int h = 0; h < kTaskLanes; h += kWidth) {
+    for (int r = 0; r < d; ++r) {
+      for (int k = 0; k <= r; ++k) {
+        Vd s{};
+        for (int j = 0; j < n; ++j) s = madd(at(r, j, h), at(k, j, h), s);
+        store(&out->XXt[(r * d + k) * kTaskLanes + h], s);
+        store(&out->XXt[(k * d + r) * kTaskLanes + h], s);
+      }
+      Vd s{};
+      for (int j = 0; j < n; ++j) s = madd(at(r, j, h), at(d, j, h), s);
+      store(&out->Xy[r * kTaskLanes + h], s);
+      store(&out->xq[r * kTaskLanes + h], at(r, n, h));
+    }
+    Vd s{};
+    for (int j = 0; j < n; ++j) s = madd(at(d, j, h), at(d, j, h), s);
+    store(&out->yy[h], s);
+  }
+  const Lane<T>& y = batch.y[first / V];
+  for (int v = 0; v < kTaskLanes; ++v) out->y_query[v] = static_cast<double>(y[lane0 + v]);
+}
+
+template void context_block<float>(const TaskBatch<float>&, int, ContextBlock*);
+template void context_block<double>(const TaskBatch<double>&, int, ContextBlock*);
+
+}  // namespace icl
