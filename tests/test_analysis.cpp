@@ -864,5 +864,30 @@ TEST(Analysis, StopFlagSetDuringTheAnalysisReturnsPromptly) {
   EXPECT_LT(after, 0.1 * full + 0.05);
 }
 
+// Tied GD++ is run apart from per-step GD++ only where their weights differ: at one layer (the same weights)
+// every curve and alignment of the two is the same number; at three layers on anisotropic inputs, where per-step
+// GD++ takes its own rates, each out-of-distribution curve is its own.
+TEST(Analysis, TiedGdppSharesPerStepGdppsRunsOnlyWithTheSameWeights) {
+  for (const char* layers : {"1", "3"}) {
+    const Point p = make_point({{"d", "4"}, {"n", "8"}, {"layers", layers}, {"cov", "rotated:1,0.25,4,0.5"},
+                                {"steps", "1"}, {"batch", "16"}, {"eval_tasks", "256"}});
+    const Result r = run_point(p);
+    const std::vector<double>& eta = r.series.at("gdpp_eta");
+    const double tied = r.series.at("gdpp_tied_eta").back();
+    const bool same = std::all_of(eta.begin(), eta.end(), [&](double e) { return e == tied; });
+    EXPECT_EQ(same, p.layers == 1) << "layers " << layers;
+    int differ = 0;
+    for (const char* curve : {"ood_alpha", "ood_teacher", "ood_other", "ood_other_teacher", "ood_context"}) {
+      const std::vector<double>& a = r.series.at(std::string(curve) + "_loss_gdpp");
+      const std::vector<double>& b = r.series.at(std::string(curve) + "_loss_gdpp_tied");
+      differ += a != b;
+    }
+    EXPECT_EQ(differ, same ? 0 : 5) << "layers " << layers;
+    if (same) {
+      EXPECT_EQ(r.metrics.at("align_gdpp_cos"), r.metrics.at("align_gdpp_tied_cos"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace icl

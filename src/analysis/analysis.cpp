@@ -6,6 +6,7 @@
 // stationary points (the deep ones can explode on rare tasks: a large set sees more of them); kNoiseTasks per noise level, kOodTasks per out-of-distribution setting.
 #include "icl/analysis/analysis.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -537,6 +538,7 @@ template <class T>
 struct Models {
   Weights<T> tf, gd, gdpp, gdpp_tied;   // the trained model, L steps of GD, of GD++ per step, of tied GD++
   std::optional<Weights<T>> interp;
+  bool tied_is_per_step = false;   // the same weights (one step; or per step, BFGS kept the tied optimum): run once
   // GD through the trained model's act_clip, as [VO23]'s code runs it (train.py: tr_gd has clip =
   // config.clip; its rate tuned through it). GD++ stays unclipped, as it is tuned: at its unclipped optimum
   // the clip binds in distribution (measured at act_clip 10, L = 4-6: loss 2-15 times its own), where the
@@ -576,6 +578,7 @@ Models<T> models(const Point& p, const std::vector<double>& theta, const Tuning&
               gdpp_weights<T>(p.d, p.n, t.gdpp_K[L - 1].eta, t.gdpp_K[L - 1].gamma),
               gdpp_weights<T>(p.d, p.n, t.tied_K[L - 1].eta, t.tied_K[L - 1].gamma),
               std::nullopt};
+  m.tied_is_per_step = t.gdpp_K[L - 1].eta == t.tied_K[L - 1].eta && t.gdpp_K[L - 1].gamma == t.tied_K[L - 1].gamma;
   if (p.arch == Arch::transformer) {
     m.tf.transformer = transformer_shape(p);
     m.tf.theta = theta;
@@ -633,7 +636,7 @@ TaskSet evaluation_set(const Point& p, const Bases& bases, const Tuning& t, cons
   Named M(out.metrics);
   const Readouts<T> run_tf = run_model(m.tf, eval_set, true, stop), run_gd = run_model(m.gd, eval_set, true, stop),
                run_gdpp = run_model(m.gdpp, eval_set, true, stop),
-               run_gdpp_tied = run_model(m.gdpp_tied, eval_set, true, stop);
+               run_gdpp_tied = m.tied_is_per_step ? run_gdpp : run_model(m.gdpp_tied, eval_set, true, stop);
   const std::vector<double> y = labels(eval_set);
   const TaskSet es = task_set(eval_set, bases, pool, stop);
   const Losses base = baseline_losses(p, es, cf, true);
@@ -765,10 +768,24 @@ Models<T> at_length(const Point& p, const Models<T>& m, int n_k) {
 // interp.
 template <class T>
 std::vector<std::pair<Method, const Weights<T>*>> ood_models(const Models<T>& m) {
-  std::vector<std::pair<Method, const Weights<T>*>> v = {
-      {Method::tf, &m.tf}, {Method::gd, &m.gd}, {Method::gdpp, &m.gdpp}, {Method::gdpp_tied, &m.gdpp_tied}};
+  std::vector<std::pair<Method, const Weights<T>*>> v = {{Method::tf, &m.tf}, {Method::gd, &m.gd}, {Method::gdpp, &m.gdpp},
+                                                         {Method::gdpp_tied, m.tied_is_per_step ? &m.gdpp : &m.gdpp_tied}};
   if (m.interp) v.push_back({Method::interp, &*m.interp});
   return v;
+}
+
+// Every ood_models model's loss on `set` (labels y) into S[{family, method}], each distinct model run once; NaN for
+// a model that does not run on contexts of length n (Weights::fits).
+template <class T>
+void ood_losses(const Models<T>& m, const TaskBatch<T>& set, const std::vector<double>& y, Family family,
+                Named<std::vector<double>>& S, const std::atomic<bool>* stop) {
+  std::vector<std::pair<const Weights<T>*, double>> run;
+  for (const auto& [method, w] : ood_models(m)) {
+    auto same = std::find_if(run.begin(), run.end(), [&](const auto& r) { return r.first == w; });
+    if (same == run.end())
+      same = run.insert(run.end(), {w, w->fits(set.n) ? mse(run_model(*w, set, false, stop).final(), y) : kNaN});
+    S[{family, method}].push_back(same->second);
+  }
 }
 
 // One out-of-distribution curve at the training length: for each value, AnalysisSets::ood tasks of the law
@@ -781,9 +798,7 @@ void ood_curve(const Point& p, const TaskLaw& law, const Models<T>& m, const dou
     TaskLaw lk = law;
     shift(lk, values[k]);
     const TaskBatch<T> set = draw<T>(lk, p.seed, which(static_cast<int>(k)), kOodTasks);
-    const std::vector<double> yk = labels(set);
-    for (const auto& [method, w] : ood_models(m))
-      S[{family, method}].push_back(mse(run_model(*w, set, false, stop).final(), yk));
+    ood_losses(m, set, labels(set), family, S, stop);
   }
 }
 
@@ -808,11 +823,7 @@ void out_of_distribution(const Point& p, const TaskLaw& law, const Models<T>& tr
     TaskLaw lk = law;
     lk.n = static_cast<int>(lengths[k]);
     const TaskBatch<T> set = draw<T>(lk, p.seed, draws::ood_context(k), kOodTasks);
-    const std::vector<double> yk = labels(set);
-    const Models<T> mk = at_length(p, m, lk.n);
-    for (const auto& [method, w] : ood_models(mk))   // NaN where a learnt positional table ends (Weights::fits)
-      S[{Family::ood_context_loss, method}].push_back(w->fits(lk.n) ? mse(run_model(*w, set, false, stop).final(), yk)
-                                                                    : kNaN);
+    ood_losses(at_length(p, m, lk.n), set, labels(set), Family::ood_context_loss, S, stop);   // NaN beyond a learnt positional table
   }
 }
 
