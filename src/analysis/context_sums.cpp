@@ -51,30 +51,33 @@ void context_block(const TaskBatch<T>& batch, int first, ContextBlock* out) {
   out->n = n;
   out->count = std::clamp(batch.B - first, 0, kTaskLanes);
   // The block's tokens (x_j, y_j) in double, token j's row i at [(i N + j) kTaskLanes + lane]; padding tasks are 0.
-  std::vector<double> z(static_cast<size_t>(D) * N * kTaskLanes);
+  std::vector<double>& z = out->tokens;
+  z.resize(static_cast<size_t>(D) * N * kTaskLanes);
   for (int i = 0; i < D; ++i)
     for (int j = 0; j < N; ++j)
       for (int v = 0; v < kTaskLanes; ++v) z[(i * N + j) * kTaskLanes + v] = static_cast<double>(Z[i * N + j][lane0 + v]);
   out->XXt.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
   out->Xy.assign(static_cast<size_t>(d) * kTaskLanes, 0.0);
   out->xq.assign(static_cast<size_t>(d) * kTaskLanes, 0.0);
+  std::fill_n(out->yy, kTaskLanes, 0.0);
   const auto at = [&](int i, int j, int h) { return load<Vd>(&z[(i * N + j) * kTaskLanes + h]); };
+  // Token by token over every sum (r >= k, then mirrored): the chains are independent of one another, so their
+  // multiply-adds overlap, each chain still in token order.
+  const auto add = [](double* sum, Vd a, Vd b) { store(sum, madd(a, b, load<Vd>(sum))); };
   for (int h = 0; h < kTaskLanes; h += kWidth) {
-    for (int r = 0; r < d; ++r) {
-      for (int k = 0; k <= r; ++k) {
-        Vd s{};
-        for (int j = 0; j < n; ++j) s = madd(at(r, j, h), at(k, j, h), s);
-        store(&out->XXt[(r * d + k) * kTaskLanes + h], s);
-        store(&out->XXt[(k * d + r) * kTaskLanes + h], s);
+    for (int j = 0; j < n; ++j) {
+      const Vd y = at(d, j, h);
+      for (int r = 0; r < d; ++r) {
+        const Vd x = at(r, j, h);
+        for (int k = 0; k <= r; ++k) add(&out->XXt[(r * d + k) * kTaskLanes + h], x, at(k, j, h));
+        add(&out->Xy[r * kTaskLanes + h], x, y);
       }
-      Vd s{};
-      for (int j = 0; j < n; ++j) s = madd(at(r, j, h), at(d, j, h), s);
-      store(&out->Xy[r * kTaskLanes + h], s);
+      add(&out->yy[h], y, y);
+    }
+    for (int r = 0; r < d; ++r) {
+      for (int k = 0; k < r; ++k) store(&out->XXt[(k * d + r) * kTaskLanes + h], load<Vd>(&out->XXt[(r * d + k) * kTaskLanes + h]));
       store(&out->xq[r * kTaskLanes + h], at(r, n, h));
     }
-    Vd s{};
-    for (int j = 0; j < n; ++j) s = madd(at(d, j, h), at(d, j, h), s);
-    store(&out->yy[h], s);
   }
   const Lane<T>& y = batch.y[first / V];
   for (int v = 0; v < kTaskLanes; ++v) out->y_query[v] = static_cast<double>(y[lane0 + v]);

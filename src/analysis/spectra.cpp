@@ -273,20 +273,49 @@ void TaskSpectra::add_sums(const Eigen::MatrixXd& G, const Eigen::VectorXd& Xy, 
   put(static_cast<int>(G.rows()), G.data(), 1, G.rows(), Xy.data(), xq.data(), 1, yy, n);   // column-major
 }
 
+// A whole block that starts a block of its own is laid out as G_ and P_ are: put's arithmetic a register at a time
+// (the largest |entry| and the divisions by it are exact per lane: the same bits); otherwise put per task.
 void TaskSpectra::add_block(const ContextBlock& block) {
-  for (int j = 0; j < block.count; ++j)
-    put(block.d, &block.XXt[j], block.d * kTaskLanes, kTaskLanes, &block.Xy[j], &block.xq[j], kTaskLanes, block.yy[j], block.n);
+  const int d = block.d;
+  if (block.count < kTaskLanes || sums_.size() % kTaskLanes || (d_ >= 0 && d != d_)) {
+    for (int j = 0; j < block.count; ++j)
+      put(d, &block.XXt[j], d * kTaskLanes, kTaskLanes, &block.Xy[j], &block.xq[j], kTaskLanes, block.yy[j], block.n);
+    return;
+  }
+  if (d_ < 0) dimension(d);
+  alignas(64) double scale[kTaskLanes];
+  for (int h = 0; h < kTaskLanes; h += kWidth) {
+    Vd m{};
+    Mask nan{};
+    for (int i = 0; i < d * d; ++i) {
+      const Vd g = vabs(load<Vd>(&block.XXt[i * kTaskLanes + h]));
+      nan |= g != g;
+      m = m < g ? g : m;
+    }
+    m = nan ? std::numeric_limits<double>::quiet_NaN() : m;
+    store(scale + h, m);
+    for (int i = 0; i < d * d; ++i)
+      store(&G_[i * kTaskLanes + h], m > 0 ? load<Vd>(&block.XXt[i * kTaskLanes + h]) / m : Vd{});
+    for (int r = 0; r < d; ++r) {
+      store(&P_[2 * r * kTaskLanes + h], load<Vd>(&block.Xy[r * kTaskLanes + h]));
+      store(&P_[(2 * r + 1) * kTaskLanes + h], load<Vd>(&block.xq[r * kTaskLanes + h]));
+    }
+  }
+  for (int j = 0; j < kTaskLanes; ++j) sums_.push_back({scale[j], block.yy[j], block.n});
+  reduce_block();
+}
+
+void TaskSpectra::dimension(int d) {
+  d_ = d;
+  G_.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
+  P_.assign(static_cast<size_t>(d) * 2 * kTaskLanes, 0.0);
+  reserve(sums_.capacity());
 }
 
 // The scale: X X^T's largest |entry|, NaN where an entry is (reduce_block keeps such a task as it is).
 void TaskSpectra::put(int d, const double* G, size_t rs, size_t cs, const double* Xy, const double* xq, size_t vs, double yy,
                       int n) {
-  if (d_ < 0) {
-    d_ = d;
-    G_.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
-    P_.assign(static_cast<size_t>(d) * 2 * kTaskLanes, 0.0);
-    reserve(sums_.capacity());
-  }
+  if (d_ < 0) dimension(d);
   if (d != d_) throw std::logic_error("TaskSpectra: tasks of different dimensions");
   double scale = 0.0;
   bool nan = false;

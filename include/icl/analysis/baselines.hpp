@@ -89,6 +89,7 @@ class TaskSpectra {
 
  private:
   void reduce_block();
+  void dimension(int d);   // the first task's: sizes the block being added
   // One task's sums in dimension d: X X^T (r, c) at G[r rs + c cs], (X y)_i and x_q,i at Xy[i vs] and xq[i vs].
   void put(int d, const double* G, size_t rs, size_t cs, const double* Xy, const double* xq, size_t vs, double yy, int n);
   struct Sums {

@@ -22,6 +22,7 @@ struct ContextBlock {
   int d = 0, n = 0, count = 0;
   std::vector<double> XXt, Xy, xq;
   double yy[kTaskLanes] = {}, y_query[kTaskLanes] = {};   // |y|^2 over the context; the query's label
+  std::vector<double> tokens;   // scratch: the block's tokens in double
   void task(int j, Eigen::MatrixXd* XXt_j, Eigen::VectorXd* Xy_j, Eigen::VectorXd* xq_j) const;   // lane j's, as matrices
 };
 
