@@ -463,6 +463,27 @@ TEST(TaskSpectrum, DegenerateAndExtremeContexts) {
 namespace icl {
 namespace {
 
+// A rotation whose (x, z) squares underflow (|x|, |z| < 1e-154 beside T's largest entry 1) takes hypot's care:
+// a symmetric block of 1e-300's with off-diagonal 1e-160 (eigenvalues +-1e-160; not a Gram matrix, which
+// deflates such a block first, but add_sums takes any symmetric matrix).  Without it the rotation divides by a
+// zero norm and every value is NaN.
+TEST(TaskSpectrum, RotationsOfUnderflowingSquaresStayFinite) {
+  Eigen::MatrixXd G = Eigen::MatrixXd::Zero(3, 3);
+  G(0, 0) = 1;
+  G(1, 1) = G(2, 2) = 1e-300;
+  G(1, 2) = G(2, 1) = 1e-160;
+  const Eigen::VectorXd Xy = Eigen::Vector3d(0.3, 0.7, -0.2), xq = Eigen::Vector3d(0.5, -0.4, 0.9);
+  TaskSpectra one;
+  one.add_sums(G, Xy, 1.0, 4, xq);
+  const Spectra got = one.take();
+  const Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(G);
+  const Eigen::VectorXd b = es.eigenvectors().transpose() * Xy, z = es.eigenvectors().transpose() * xq;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(got[0].s(i), std::max(es.eigenvalues()(i), 0.0), 1e-15 * std::fabs(es.eigenvalues()(i)) + 1e-320) << i;
+    EXPECT_NEAR(got[0].z(i) * got[0].b(i), z(i) * b(i), 1e-14) << i;   // an eigenvector's sign is either
+  }
+}
+
 // Equal, or NaN in the same places.
 bool same(Eigen::Ref<const Eigen::VectorXd> a, Eigen::Ref<const Eigen::VectorXd> b) {
   return a.size() == b.size() && (a.array() == b.array() || (a.array().isNaN() && b.array().isNaN())).all();

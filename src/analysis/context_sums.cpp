@@ -50,33 +50,34 @@ void context_block(const TaskBatch<T>& batch, int first, ContextBlock* out) {
   out->d = d;
   out->n = n;
   out->count = std::clamp(batch.B - first, 0, kTaskLanes);
-  // The block's tokens (x_j, y_j) in double, token j's row i at [(i N + j) kTaskLanes + lane]; padding tasks are 0.
-  std::vector<double>& z = out->tokens;
-  z.resize(static_cast<size_t>(D) * N * kTaskLanes);
-  for (int i = 0; i < D; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int v = 0; v < kTaskLanes; ++v) z[(i * N + j) * kTaskLanes + v] = static_cast<double>(Z[i * N + j][lane0 + v]);
+  // The block's tokens (x_j, y_j) in double, token j's row i at [(j D + i) kTaskLanes + lane].
+  out->tokens.resize(static_cast<size_t>(N) * D * kTaskLanes);
+  double* z = out->tokens.data();
+  for (int j = 0; j < N; ++j)
+    for (int i = 0; i < D; ++i)
+      for (int v = 0; v < kTaskLanes; ++v) z[(j * D + i) * kTaskLanes + v] = static_cast<double>(Z[i * N + j][lane0 + v]);
   out->XXt.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
   out->Xy.assign(static_cast<size_t>(d) * kTaskLanes, 0.0);
-  out->xq.assign(static_cast<size_t>(d) * kTaskLanes, 0.0);
+  out->xq.resize(static_cast<size_t>(d) * kTaskLanes);
   std::fill_n(out->yy, kTaskLanes, 0.0);
-  const auto at = [&](int i, int j, int h) { return load<Vd>(&z[(i * N + j) * kTaskLanes + h]); };
+  double *G = out->XXt.data(), *Xy = out->Xy.data(), *yy = out->yy;
   // Token by token over every sum (r >= k, then mirrored): the chains are independent of one another, so their
   // multiply-adds overlap, each chain still in token order.
   const auto add = [](double* sum, Vd a, Vd b) { store(sum, madd(a, b, load<Vd>(sum))); };
   for (int h = 0; h < kTaskLanes; h += kWidth) {
     for (int j = 0; j < n; ++j) {
-      const Vd y = at(d, j, h);
+      const double* token = z + j * D * kTaskLanes + h;
+      const Vd y = load<Vd>(token + d * kTaskLanes);
       for (int r = 0; r < d; ++r) {
-        const Vd x = at(r, j, h);
-        for (int k = 0; k <= r; ++k) add(&out->XXt[(r * d + k) * kTaskLanes + h], x, at(k, j, h));
-        add(&out->Xy[r * kTaskLanes + h], x, y);
+        const Vd x = load<Vd>(token + r * kTaskLanes);
+        for (int k = 0; k <= r; ++k) add(G + (r * d + k) * kTaskLanes + h, x, load<Vd>(token + k * kTaskLanes));
+        add(Xy + r * kTaskLanes + h, x, y);
       }
-      add(&out->yy[h], y, y);
+      add(yy + h, y, y);
     }
     for (int r = 0; r < d; ++r) {
-      for (int k = 0; k < r; ++k) store(&out->XXt[(k * d + r) * kTaskLanes + h], load<Vd>(&out->XXt[(r * d + k) * kTaskLanes + h]));
-      store(&out->xq[r * kTaskLanes + h], at(r, n, h));
+      for (int k = 0; k < r; ++k) store(G + (k * d + r) * kTaskLanes + h, load<Vd>(G + (r * d + k) * kTaskLanes + h));
+      store(&out->xq[r * kTaskLanes + h], load<Vd>(z + (n * D + r) * kTaskLanes + h));
     }
   }
   const Lane<T>& y = batch.y[first / V];

@@ -100,6 +100,14 @@ void next_blocks(const Lanes& t, long* lo, long* hi, double* x, double* z) {
   }
 }
 
+// r where `tiny` is clear, hypot(x, z) where it is set: out of line and cold (with the loop in line, the QR steps
+// of 16,000 tasks at d = 10 took 7.0 ms against 5.8).
+[[gnu::noinline, gnu::cold]] Vd hypot_where(Mask tiny, Vd x, Vd z, Vd r) {
+  for (int i = 0; i < kWidth; ++i)
+    if (tiny[i]) r[i] = std::hypot(x[i], z[i]);
+  return r;
+}
+
 // One rotation in the plane (k, k+1) of every lane whose step is there: T <- R T R^T, R = [c s; -s c] mapping
 // (x, z) to (r, 0), which also sets e_{k-1} = r past the block's start; the projections rotate alike; then
 // (x, z) become the bulge R leaves at T(k+2, k) when the block goes on.  A lane's step ends at its block's
@@ -126,9 +134,7 @@ void rotate(Lanes& t, int k, const long* lo, const long* hi, double* x, double* 
     Vd rv = madd(xv, xv, zv * zv);
     for (int i = 0; i < kWidth; ++i) rv[i] = std::sqrt(rv[i]);
     const Mask tiny = o & ~(rv * rv >= kTiny);   // T is scaled to 1: hypot's care only where the square underflows
-    if (lanes::any(tiny))
-      for (int i = 0; i < kWidth; ++i)
-        if (tiny[i]) rv[i] = std::hypot(xv[i], zv[i]);
+    if (lanes::any(tiny)) rv = hypot_where(tiny, xv, zv, rv);
     const Vd c = o ? xv / rv : one, s = o ? zv / rv : zero;
     const Vd ak = load<Vd>(a0 + h), ak1 = load<Vd>(a1 + h), ek = load<Vd>(e0 + h);
     const Vd pk = load<Vd>(p0 + h), pk1 = load<Vd>(p1 + h), qk = load<Vd>(q0 + h), qk1 = load<Vd>(q1 + h);
