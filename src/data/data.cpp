@@ -359,17 +359,21 @@ void x_radial(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
 // Frobenius norm of the context's draws.
 template <class T>
 void x_other(const TaskLaw&, const Chunk<T>& k, Lane<T>* Z) {
-  const int d = k.d, n = k.n, N = k.N;
+  constexpr int V = kLanes<T>;
+  const int d = k.d, n = k.n, N = k.N, m = N * d;
   const Lane<T>* g = k.g();
-  std::vector<double> s(static_cast<size_t>(N) * d);   // a task's draws, each drawn once
-  for (int v = 0; v < kLanes<T>; ++v) {
-    other_draws<T>(other_law(k.keys[v]), g, v, k.keys[v], 2 * k.mp + 1, N * d, s.data());
-    double F2 = 0.0;
-    for (int j = 0; j < n * d; ++j) F2 = fused_madd(s[j], s[j], F2);
-    const double F = std::sqrt(F2);
-    for (int j = 0; j < N; ++j)
-      for (int i = 0; i < d; ++i) Z[i * N + j][v] = static_cast<T>(s[j * d + i] / F);
+  std::vector<double> one(m), s(static_cast<size_t>(m) * V);   // task v's draw j at [j V + v], each drawn once
+  for (int v = 0; v < V; ++v) {
+    other_draws<T>(other_law(k.keys[v]), g, v, k.keys[v], 2 * k.mp + 1, m, one.data());
+    for (int j = 0; j < m; ++j) s[static_cast<size_t>(j) * V + v] = one[j];
   }
+  double F[V] = {};   // each task's |S|_F: its own chain in draw order, the tasks side by side
+  for (int j = 0; j < n * d; ++j)
+    for (int v = 0; v < V; ++v) F[v] = fused_madd(s[j * V + v], s[j * V + v], F[v]);
+  for (int v = 0; v < V; ++v) F[v] = std::sqrt(F[v]);
+  for (int j = 0; j < N; ++j)
+    for (int i = 0; i < d; ++i)
+      for (int v = 0; v < V; ++v) Z[i * N + j][v] = static_cast<T>(s[(j * d + i) * V + v] / F[v]);
 }
 
 // Whether the law's input sampler reads the normals g_x (every one but the uniform inputs').
