@@ -410,9 +410,9 @@ TEST(TaskSpectrum, NewtonStepsInOnePassAsOneStepCountAtATime) {
       for (int i = 0; i < d; ++i) {
         const double s = t.s(i);
         if (s <= 1e-10 * t.s.maxCoeff()) continue;
-        double m = alpha * s;
-        for (int j = 0; j < k; ++j) m = 2 * m - s * m * m;
-        want += t.z(i) * t.b(i) * m;
+        double m = alpha * s;   // its multiply-adds as predict_newton_steps writes them (fused where the target fuses)
+        for (int j = 0; j < k; ++j) m = fused_madd(m, 2.0, -(s * m * m));
+        want = fused_madd(t.z(i) * t.b(i), m, want);
       }
       EXPECT_EQ(steps[k], want) << "d " << d << ", k " << k;
       EXPECT_EQ(predict_newton(t, k), want) << "d " << d << ", k " << k;

@@ -140,8 +140,10 @@ double newton_alpha(SpectrumRef t) {
 }
 
 double predict_newton(SpectrumRef t, int K) {
-  std::vector<double> yhat(K + 1);
-  predict_newton_steps(t, K, yhat.data());
+  double few[16];   // no allocation per task for the analyses' few steps
+  std::vector<double> many(K < 16 ? 0 : K + 1);
+  double* yhat = K < 16 ? few : many.data();
+  predict_newton_steps(t, K, yhat);
   return yhat[K];
 }
 
@@ -150,11 +152,24 @@ void predict_newton_steps(SpectrumRef t, int K, double* yhat) {
   const double s_max = t.s.maxCoeff();
   if (!(s_max > 0)) return;
   const double alpha = newton_alpha(t);
-  for (int i = 0; i < t.s.size(); ++i) {
-    const double s = t.s(i), zb = t.z(i) * t.b(i);
-    if (s <= kRankTol * s_max) continue;   // the null space, exactly 0 in exact arithmetic (round-off grows it)
-    double m = alpha * s;
-    for (int k = 0; k <= K; ++k, m = 2 * m - s * m * m) yhat[k] += zb * m;
+  // Up to kGroup eigenvalues at a time, every step k over the group: each m_i's iterations are independent of
+  // the others' (they overlap), and yhat[k] still adds the eigenvalues in increasing i.
+  constexpr int kGroup = 16;
+  double s[kGroup], zb[kGroup], m[kGroup];
+  for (int i = 0; i < t.s.size();) {
+    int g = 0;
+    for (; i < t.s.size() && g < kGroup; ++i) {
+      if (t.s(i) <= kRankTol * s_max) continue;   // the null space, exactly 0 in exact arithmetic (round-off grows it)
+      s[g] = t.s(i);
+      zb[g] = t.z(i) * t.b(i);
+      m[g] = alpha * s[g];
+      ++g;
+    }
+    for (int k = 0; k <= K; ++k)
+      for (int j = 0; j < g; ++j) {
+        yhat[k] = fused_madd(zb[j], m[j], yhat[k]);
+        m[j] = fused_madd(m[j], 2.0, -(s[j] * m[j] * m[j]));   // as GCC had fused the one-eigenvalue loop before it
+      }
   }
 }
 
