@@ -106,7 +106,9 @@ std::vector<double> lanes_sum(const SpectraBlocks& set, Term term) {
 std::vector<double> predict_ridge_all(const SpectraBlocks& set, const std::vector<double>& lambda) {
   return lanes_sum(set, [&](Vd& acc, size_t at, size_t task) {
     Vd l = Vd{} + 1.0;   // the padding's: 0 / 1
-    for (int j = 0; j < kWidth && task + j < set.tasks; ++j) l[j] = lambda[task + j];
+    if (task + kWidth <= set.tasks) l = load<Vd>(&lambda[task]);
+    else
+      for (int j = 0; task + j < set.tasks; ++j) l[j] = lambda[task + j];
     acc += load<Vd>(&set.z[at]) * load<Vd>(&set.b[at]) / (load<Vd>(&set.s[at]) + l);
   });
 }

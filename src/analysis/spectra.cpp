@@ -417,7 +417,8 @@ Spectra TaskSpectra::take() {
 TaskSpectrum task_spectrum(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, const Eigen::VectorXd& xq) {
   TaskSpectra one;
   one.add(X, y, xq);
-  const SpectrumRef t = one.take()[0];
+  const Spectra all = one.take();   // a view of it must not outlive it
+  const SpectrumRef t = all[0];
   return {t.s, t.b, t.z, t.yy, t.n};
 }
 
