@@ -528,6 +528,8 @@ void check_blocks(const Point& p, int B) {
     EXPECT_TRUE(same(a[t].s, b[t].s)) << "task " << t;
     EXPECT_TRUE(same(a[t].b, b[t].b)) << "task " << t;
     EXPECT_TRUE(same(a[t].z, b[t].z)) << "task " << t;
+    EXPECT_EQ(a[t].yy, b[t].yy) << "task " << t;
+    EXPECT_EQ(a[t].n, b[t].n) << "task " << t;
   }
   EXPECT_TRUE(a[3].s.array().isNaN().all());
 }
@@ -542,19 +544,35 @@ TEST(ContextSums, ABlockGivesEachTasksSumsAsAlone) {
   check_blocks<double>(p, 21);
 }
 
-// On float inputs every product is exact in double, so the chain's sums are the same fused or not.
-TEST(ContextSums, FloatSumsAreTheSameFusedOrNot) {
+// On float inputs every product is exact in double, so context_sums gives the same bits as an unfused chain.
+TEST(ContextSums, FloatInputsGiveTheSameSumsFusedOrNot) {
   std::mt19937_64 rng(3);
   std::normal_distribution<float> g;
-  for (int rep = 0; rep < 200; ++rep) {
-    double fused = 0, unfused = 0;
-    for (int j = 0; j < 40; ++j) {
-      const double a = g(rng), b = g(rng);
-      fused = std::fma(a, b, fused);
-      volatile double ab = a * b;   // rounded on its own
-      unfused = ab + unfused;
+  const int d = 6, n = 40;
+  Eigen::MatrixXd X(d, n);
+  Eigen::VectorXd y(n);
+  for (int rep = 0; rep < 50; ++rep) {
+    for (int j = 0; j < n; ++j) {
+      for (int i = 0; i < d; ++i) X(i, j) = g(rng);
+      y(j) = g(rng);
     }
-    EXPECT_EQ(fused, unfused);
+    Eigen::MatrixXd XXt;
+    Eigen::VectorXd Xy;
+    double yy = 0;
+    context_sums(X, y, &XXt, &Xy, &yy);
+    auto unfused = [&](const Eigen::VectorXd& a, const Eigen::VectorXd& b) {
+      double s = 0;
+      for (int j = 0; j < n; ++j) {
+        volatile double ab = a(j) * b(j);   // rounded on its own
+        s = ab + s;
+      }
+      return s;
+    };
+    for (int r = 0; r < d; ++r) {
+      for (int k = 0; k < d; ++k) EXPECT_EQ(XXt(r, k), unfused(X.row(r), X.row(k)));
+      EXPECT_EQ(Xy(r), unfused(X.row(r), y));
+    }
+    EXPECT_EQ(yy, unfused(y, y));
   }
 }
 

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "icl/analysis/baselines.hpp"
+#include "icl/analysis/context_sums.hpp"
 #include "icl/analysis/gdpp.hpp"
 #include "icl/analysis/metrics.hpp"
 #include "icl/analysis/probes.hpp"
@@ -116,8 +117,8 @@ DmmseSums dmmse_prior(const TaskLaw& law) {
   return DmmseSums(law.pool, std::move(sigma), std::move(weight));
 }
 
-// A TaskSet built a task at a time from each context's sums (X X^T, X y, |y|^2, n) and query: all its spectra
-// need (TaskSpectra::add_sums); dMMSE, when there is a pool, is the caller's.
+// A TaskSet built from its tasks' context sums (X X^T, X y, |y|^2, n) and queries, a block (context_sums.hpp) or a
+// task at a time: all its spectra need; with `dmmse`, each task's dMMSE sums too.
 struct TaskSetBuilder {
   const Bases& bases;
   TaskSet s;
@@ -139,18 +140,17 @@ struct TaskSetBuilder {
     bases.Wp.add(prior, XXt, Xy, yy, n, xq);
     bases.Wi.add(input, XXt, Xy, yy, n, xq);
   }
-  // A block's tasks (context_sums.hpp), their noise levels from `sigma` (the block's first task's).
-  void add_block(const ContextBlock& b, const double* sigma) {
+  // A block's tasks, their noise levels from `sigma` (the block's first task's).
+  void add_block(const ContextBlock& b, const double* sigma, DmmseSums* dmmse) {
     raw.add_block(b);
-    for (int j = 0; j < b.count; ++j) {
-      s.y.push_back(b.y_query[j]);
-      s.sigma.push_back(sigma[j]);
-    }
-    if (!bases.Wp.W.size() && !bases.Wi.W.size()) return;
-    for (int j = 0; j < b.count; ++j) {
+    s.y.insert(s.y.end(), b.y_query, b.y_query + b.count);
+    s.sigma.insert(s.sigma.end(), sigma, sigma + b.count);
+    if (!bases.Wp.W.size() && !bases.Wi.W.size() && !dmmse) return;
+    for (int j = 0; j < b.count; ++j) {   // a task at a time where a basis is a matrix, and for dMMSE
       b.task(j, &XXt_j, &Xy_j, &xq_j);
       bases.Wp.add(prior, XXt_j, Xy_j, b.yy[j], b.n, xq_j);
       bases.Wi.add(input, XXt_j, Xy_j, b.yy[j], b.n, xq_j);
+      if (dmmse) dmmse->add(XXt_j, Xy_j, b.yy[j], b.n, xq_j);
     }
   }
   TaskSet take() {
@@ -172,17 +172,10 @@ TaskSet task_set(const TaskBatch<T>& batch, const Bases& bases, const TaskLaw* p
   if (pool) dmmse.emplace(dmmse_prior(*pool));
   TaskSetBuilder s(bases, batch.B);
   ContextBlock block;
-  Eigen::MatrixXd XXt;
-  Eigen::VectorXd Xy, xq;
   for (int first = 0; first < batch.B; first += kTaskLanes) {
     check_stop(stop);   // per block: its reductions to tridiagonal form and, with a pool, dMMSE against all M pool tasks
     context_block(batch, first, &block);
-    s.add_block(block, &batch.sigma[first]);
-    if (dmmse)
-      for (int j = 0; j < block.count; ++j) {
-        block.task(j, &XXt, &Xy, &xq);
-        dmmse->add(XXt, Xy, block.yy[j], block.n, xq);
-      }
+    s.add_block(block, &batch.sigma[first], dmmse ? &*dmmse : nullptr);
   }
   if (dmmse) s.s.dmmse = dmmse->take();
   return s.take();
@@ -538,7 +531,7 @@ template <class T>
 struct Models {
   Weights<T> tf, gd, gdpp, gdpp_tied;   // the trained model, L steps of GD, of GD++ per step, of tied GD++
   std::optional<Weights<T>> interp;
-  bool tied_is_per_step = false;   // the same weights (one step; or per step, BFGS kept the tied optimum): run once
+  bool tied_is_per_step = false;   // the same weights (at one layer: per-step GD++ is the tied optimum there): run once
   // GD through the trained model's act_clip, as [VO23]'s code runs it (train.py: tr_gd has clip =
   // config.clip; its rate tuned through it). GD++ stays unclipped, as it is tuned: at its unclipped optimum
   // the clip binds in distribution (measured at act_clip 10, L = 4-6: loss 2-15 times its own), where the

@@ -3,6 +3,7 @@
 #include "icl/analysis/context_sums.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace icl {
 
@@ -44,6 +45,8 @@ void ContextBlock::task(int j, Eigen::MatrixXd* XXt_j, Eigen::VectorXd* Xy_j, Ei
 
 template <class T>
 void context_block(const TaskBatch<T>& batch, int first, ContextBlock* out) {
+  static_assert(kLanes<T> % kTaskLanes == 0, "a block lies in one chunk");
+  if (first % kTaskLanes) throw std::logic_error("context_block: a block starts at a multiple of kTaskLanes");
   const int d = batch.d, n = batch.n, N = n + 1, V = kLanes<T>, D = d + 1;
   const Lane<T>* Z = batch.chunk_Z(first / V);
   const int lane0 = first % V;   // the block's first lane in its chunk (kTaskLanes divides kLanes<T>)

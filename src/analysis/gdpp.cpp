@@ -12,6 +12,7 @@
 #include <limits>
 #include <utility>
 
+#include "icl/analysis/context_sums.hpp"
 #include "icl/base/cancel.hpp"
 #include "icl/train/objective.hpp"
 
@@ -214,6 +215,7 @@ GdppTuned bfgs(GdppLoss& loss, std::vector<double> x, double unit, const std::ve
   double f = f_of(z, &g);
   InverseHessian H(m);
   GdppTuned r;
+  bool steepest = true;   // H is the identity: u is the gradient's descent
   for (r.iterations = 0; r.iterations < kMaxIterations; ++r.iterations) {
     if (std::sqrt(dot(g, g)) <= kGdppTolerance * f) break;
     H.descent(g, &u);
@@ -222,9 +224,16 @@ GdppTuned bfgs(GdppLoss& loss, std::vector<double> x, double unit, const std::ve
       H.reset();
       for (int i = 0; i < m; ++i) u[i] = -g[i];
       slope = -dot(g, g);
+      steepest = true;
     }
     double fn = 0.0;
-    if (!backtrack(f_of, z, u, f, slope, &zn, &fn) || !(fn < f)) break;   // no descent left at double precision
+    if (!backtrack(f_of, z, u, f, slope, &zn, &fn) || !(fn < f)) {
+      if (steepest) break;   // no descent left at double precision, along the gradient either
+      H.reset();             // the estimate's direction found none: once more from steepest descent
+      steepest = true;
+      continue;
+    }
+    steepest = false;
     f_of(zn, &gn);
     H.update(zn, z, gn, g);
     z = zn;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "icl/analysis/baselines.hpp"
+#include "icl/analysis/context_sums.hpp"
 #include "icl/analysis/lanes.hpp"
 
 namespace icl {
@@ -344,7 +345,7 @@ void TaskSpectra::put(int d, const double* G, size_t rs, size_t cs, const double
 
 void TaskSpectra::reserve(size_t tasks) {
   sums_.reserve(tasks);
-  if (d_ < 0) return;   // sized by the first task (add_sums), which calls this again
+  if (d_ < 0) return;   // sized by the first task (dimension), which calls this again
   const size_t size = (tasks + kTaskLanes - 1) / kTaskLanes * kTaskLanes * d_;
   for (std::vector<double>* v : {&a_, &e_, &p_, &q_}) v->reserve(size);
 }

@@ -14,11 +14,12 @@
 #include <functional>
 #include <vector>
 
-#include "icl/analysis/context_sums.hpp"
 #include "icl/analysis/lanes.hpp"
 #include "icl/base/eigen.hpp"
 
 namespace icl {
+
+struct ContextBlock;   // context_sums.hpp
 
 // One task's spectrum as every predictor below reads it: views of s, b, z aligned as Eigen's own vectors, so that
 // Eigen's reductions over them take the same path (the same bits) as over a TaskSpectrum's.
@@ -50,12 +51,12 @@ class Spectra {
   bool empty() const { return yy_.empty(); }
   int d() const { return d_; }
   SpectrumRef operator[](size_t t) const {
-    const double* at = &data_[t * 3 * stride_];
+    const double* at = data_.data() + t * 3 * stride_;
     return {SpectrumRef::Vec(at, d_), SpectrumRef::Vec(at + stride_, d_), SpectrumRef::Vec(at + 2 * stride_, d_), yy_[t],
             n_[t]};
   }
   // Task t's s, b, z (d each, `stride` apart) and its |y|^2 and n, to be written.
-  double* entries(size_t t) { return &data_[t * 3 * stride_]; }
+  double* entries(size_t t) { return data_.data() + t * 3 * stride_; }
   size_t stride() const { return stride_; }
   void set_context(size_t t, double yy, int n) {
     yy_[t] = yy;

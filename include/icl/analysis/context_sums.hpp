@@ -1,6 +1,7 @@
 #pragma once
-// A context's sums, all a task spectrum, dMMSE or a change of basis starts from (baselines.hpp), with one
-// definition for one task and for a block of tasks side by side:
+// A context's sums, all a task spectrum, dMMSE or a change of basis starts from (baselines.hpp), defined alike for
+// one task and for a block of tasks side by side (the analysis sets and GD++'s tuning set; context_curve and the
+// probes grow theirs a token at a time instead):
 //   (X X^T)_rk = sum_j x_rj x_kj,   (X y)_r = sum_j x_rj y_j,   |y|^2 = sum_j y_j^2
 // over the context's tokens j = 0..n-1, each a chain of multiply-adds in token order from +0, fused where the
 // target fuses (fused_madd, lanes::madd).  X X^T is symmetric to the bit.  On float tasks each product is exact
