@@ -111,7 +111,7 @@ check_refused() {   # name, expected text, extra args...
     && ok "refused: $name" || fail "$name: rc $rc: $out"
 }
 check_refused "a rung that is not an evaluation step" "'rungs' = '210 1200': every rung must be a multiple of eval_every (50)" --rungs 210 1200
-check_refused "a rung at or past the end" "every rung must be below the point's steps (2400)" --rungs 400 2400
+check_refused "a rung at or past the end" "every rung must be below the point's steps (4800)" --rungs 400 4800
 check_refused "rungs not increasing" "'rungs' = '1200 400': must be increasing" --rungs 1200 400
 check_refused "an unknown searched axis" "'search' = 'noise': must name axes of the sweep" --search noise
 check_refused "the landscape along legs" "'landscape' is measured along the whole trajectory" --landscape every:100
