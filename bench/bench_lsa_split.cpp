@@ -1,8 +1,9 @@
 // The LSA step split into its parts, each timed alone, best of 7, alternated (this machine's speed moves between
 // them; the peak kernel is a best-of too), at bench_train d:d's shapes (large_d.hpp), float, single thread:
 // - products: the kernels of model/lane_kernels.hpp called as linear_forward and linear_backward call them in
-//   training (src/model/model.cpp, params_backward: layer 0 without the input's gradient, the last layer's
-//   readout products; keep the two in step),
+//   training (src/model/model.cpp, model_forward with Next::params_backward, then params_backward: the last
+//   layer's Z' at the readout alone, layer 0 without the input's gradient, the last layer's readout products;
+//   keep the two in step),
 //   one head, L = 2 layers each on buffers of its own, over one step's chunks, and nothing else: no loss, no
 //   zeroing;
 // - model: the model's own loss and gradient (Objective::loss_grad) on one batch drawn once, the "model only"
@@ -59,7 +60,8 @@ int run(int d, bool time_products) {
         gram<FixedD>(D, N, n, Z[l].data(), C[l].data());
         matmul_rows<FixedD, false>(D, C[l].data(), D, 1, Q.data(), CQ[l].data());
         matmul_rows<FixedD, true>(D, Pc.data(), D, 1, CQ[l].data(), K[l].data());
-        apply_columns<FixedD, true>(D, N, N, K[l].data(), D, 1, Z[l].data(), Z[l + 1].data());
+        if (l < kLayers - 1) apply_columns<FixedD, true>(D, N, N, K[l].data(), D, 1, Z[l].data(), Z[l + 1].data());
+        else readout_entry(D, N, n, K[l].data(), Z[l].data(), Z[l + 1].data());   // the readout layer (K whole at l > 0)
       }
       for (int l = kLayers - 1; l >= 0; --l) {
         if (l == kLayers - 1) {   // the readout layer

@@ -355,27 +355,26 @@ struct Readouts {   // a model run over a task set: every layer's readout and th
   }
 };
 
-// Every layer's readout of `model` (L layers) over `set`; with `sens` the query's x-sensitivity, column
-// query_col of the input gradient (N columns), rows 0..d-1.
+// Every layer's readout of `model` (L layers) over `set`; with `sens` the query's x-sensitivity (query_grad).
 template <class T, class M>
-Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop);
+Readouts<T> run(M& model, int L, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop);
 
 template <class T>
 Readouts<T> run_model(const Weights<T>& w, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop) {
   if (w.transformer) {
     LaneTransformer<T> model(*w.transformer);
     model.set_weights(w.theta.data());
-    return run<T>(model, w.transformer->layers, w.transformer->T - 1, w.transformer->T, set, sens, stop);
+    return run<T>(model, w.transformer->layers, set, sens, stop);
   }
   LaneModel<T> model(w.shape);
   model.set_weights(w.P.data(), w.Q.data());
-  return run<T>(model, w.shape.layers, set.n, set.n + 1, set, sens, stop);
+  return run<T>(model, w.shape.layers, set, sens, stop);
 }
 
 template <class T, class M>
-Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop) {
+Readouts<T> run(M& model, int L, const TaskBatch<T>& set, bool sens, const std::atomic<bool>* stop) {
   const int V = kLanes<T>;
-  LaneVec<T> yhat(L);
+  LaneVec<T> yhat(L), dx(set.d);
   Readouts<T> r;
   r.layers = L;
   r.d = set.d;
@@ -383,17 +382,14 @@ Readouts<T> run(M& model, int L, int query_col, int N, const TaskBatch<T>& set, 
   if (sens) r.sens.resize(static_cast<size_t>(set.B) * set.d);
   for (int c = 0; c < set.chunks; ++c) {
     check_stop(stop);   // per chunk of kLanes tasks
-    model.model_forward(set.chunk_Z(c), yhat.data());
+    model.model_forward(set.chunk_Z(c), yhat.data(), sens ? Next::query_grad : Next::nothing);
     const int live = std::min(V, set.B - c * V);
     for (int v = 0; v < live; ++v)
       for (int l = 0; l < L; ++l) r.yhat[static_cast<size_t>(c * V + v) * L + l] = yhat[l][v];
     if (sens) {
-      Lane<T> one;
-      for (int v = 0; v < V; ++v) one[v] = T(1);
-      model.model_backward(one);
+      model.query_grad(Lane<T>{} + T(1), dx.data());
       for (int v = 0; v < live; ++v)
-        for (int i = 0; i < set.d; ++i)
-          r.sens[static_cast<size_t>(c * V + v) * set.d + i] = model.input_grad()[i * N + query_col][v];
+        for (int i = 0; i < set.d; ++i) r.sens[static_cast<size_t>(c * V + v) * set.d + i] = dx[i][v];
     }
   }
   return r;

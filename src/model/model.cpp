@@ -12,8 +12,11 @@
 //   dQ_h  = C^T dCQ_h,  dC  += dCQ_h Q_h^T         <- CQ_h = C Q_h
 //   dz_j += (dC + dC^T) z_j   for context j < n    <- C = sum_{j<n} z_j z_j^T
 //   dP_h  = c dPc_h (applied when the lanes are reduced)
-// Cost per layer and task: (D(D+1)/2) n + 2 H D^2 + D^2 N multiply-adds forward,
-// 2 D^2 N + 4 H D^3 + D^2 n backward.
+// Cost per layer and task: (D(D+1)/2) n + 2 H D^3 + D^2 N multiply-adds forward,
+// 2 D^2 N + 4 H D^3 + D^2 n backward.  What reads only the readout -yhat_L = Z_L[d, n] (training's backward, the
+// losses, the query's gradient) has the last layer's forward compute K's row d (or all of K, where a gradient
+// passes back through the layer) and that one entry of Z': (D(D+1)/2) n + H D^3 + H D^2 (or H D^3) + D
+// (model.hpp, Next; the same bits).
 //
 // Softmax attention, per head (keys and values are the n context tokens):
 //   R = Q_h Z,  S[a][j] = z_a^T R[:, j] (a < n),  A[:, j] = softmax_a S[:, j],  ZA = Z^ctx A,
@@ -75,24 +78,35 @@ struct LinearScratch {
   Lane<T>* dC;    // D x D: dL/dC
 };
 
-// Z' = Z + K Z of the header, for Z (D x N lanes); keeps C, CQ, K in `saved`.
+// What a linear layer's forward computes of K and Z' (the last layer's, for what follows it: model_forward).
+enum class Outputs {
+  all,             // K and Z' whole (model_backward reads K and every layer's output)
+  readout_and_K,   // K whole (params_backward's readout_residual reads it), Z' at the readout alone
+  readout,         // K's readout row, Z' at the readout: what the readout and the last layer 0's params_backward read
+};
+
+// Z' = Z + K Z of the header, for Z (D x N lanes), or what `outputs` asks of it (K's other rows and Z's other
+// entries are then left as they were); keeps C, CQ and K in `saved`.
 template <class T, int FixedD>
 void linear_forward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<T>* Z, const LinearSaved<Lane<T>>& saved,
-                    Lane<T>* Zout) {
+                    Outputs outputs, Lane<T>* Zout) {
   using L = Lane<T>;
   const int D = FixedD ? FixedD : dims.D, N = dims.N, n = dims.n, H = dims.H, DD = D * D;
   const T *const Pc = w.Pc, *const Q = w.Q;
   L *const C = saved.C, *const CQ = saved.CQ, *const K = saved.K;
+  const bool row = outputs == Outputs::readout;
   // C = Z M Z^T = sum_{j<n} z_j z_j^T
   gram<FixedD>(D, N, n, Z, C);
   // K = sum_h Pc_h CQ_h,  CQ_h = C Q_h
-  for (int x = 0; x < DD; ++x) K[x] = L{};
+  for (int x = row ? DD - D : 0; x < DD; ++x) K[x] = L{};
   for (int h = 0; h < H; ++h) {
     matmul_rows<FixedD, false>(D, C, D, 1, Q + h * DD, CQ + h * DD);
-    matmul_rows<FixedD, true>(D, Pc + h * DD, D, 1, CQ + h * DD, K);
+    if (row) readout_row(D, Pc + h * DD, CQ + h * DD, K);
+    else matmul_rows<FixedD, true>(D, Pc + h * DD, D, 1, CQ + h * DD, K);
   }
   // Z' = Z + K Z
-  apply_columns<FixedD, true>(D, N, N, K, D, 1, Z, Zout);
+  if (outputs == Outputs::all) apply_columns<FixedD, true>(D, N, N, K, D, 1, Z, Zout);
+  else readout_entry(D, N, n, K, Z, Zout);
 }
 
 // Given G = dL/dZ' (D x N lanes) of the forward that saved `saved`: dPc, dQ accumulated, and dZ unless it is
@@ -139,7 +153,7 @@ void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane
 
 template <class T>
 using LinearForwardFn = void (*)(const LayerDims&, const LayerWeights<T>&, const Lane<T>*,
-                                 const LinearSaved<Lane<T>>&, Lane<T>*);
+                                 const LinearSaved<Lane<T>>&, Outputs, Lane<T>*);
 template <class T>
 using LinearBackwardFn = void (*)(const LayerDims&, const LayerWeights<T>&, const Lane<T>*,
                                   const LinearSaved<const Lane<T>>&, const Lane<T>*, bool, const LinearGrads<T>&,
@@ -292,6 +306,8 @@ struct LaneModel<T>::Impl {
   bool softmax;
   std::vector<T> Pc, Q;                    // layers x H x D x D
   const L* Z0 = nullptr;                   // D x N: the last forward's input, the caller's (not copied)
+  Next next = Next::model_backward;        // what the last forward computed for (model_forward)
+  bool whole = true;                       // ... and whether it computed everything (softmax layers always do)
   LaneVec<T> Zs;                           // layers x D x N: each layer's output
   LaneVec<T> C, CQ, K;                     // linear caches: layers x (D x D, H x D x D, D x D)
   LaneVec<T> R, A, ZA;                     // softmax caches: layers x H x (D x N, n x N, D x N)
@@ -357,12 +373,20 @@ void LaneModel<T>::set_weights(const T* P, const T* Q) {
 }
 
 template <class T>
-void LaneModel<T>::model_forward(const L* Z0, L* yhat) {
+void LaneModel<T>::model_forward(const L* Z0, L* yhat, Next next) {
   Impl& m = *impl_;
   const int D = m.D, N = m.N, n = m.n, H = m.H;
   const LayerDims dims = m.dims();
   m.Z0 = Z0;
+  m.next = next;
+  m.whole = m.softmax || next == Next::model_backward;
+  const int readout = (D - 1) * N + n;   // yhat = -Z_L[d, n]
   for (int l = 0; l < m.layers; ++l) {
+    // The last linear layer computes what `next` reads of it.
+    const Outputs outputs = m.softmax || l < m.layers - 1 || next == Next::model_backward ? Outputs::all
+                            : next == Next::query_grad || (next == Next::params_backward && l > 0)
+                                ? Outputs::readout_and_K
+                                : Outputs::readout;
     const L* Z = m.tokens(l);
     L* Zout = m.output(l);
     const LayerWeights<T> w = m.weights(l);
@@ -374,16 +398,19 @@ void LaneModel<T>::model_forward(const L* Z0, L* yhat) {
                                 m.A.data() + lh * n * N, m.ZA.data() + lh * m.DN, Zout);
       }
     } else {
-      m.fwd(dims, w, Z, m.template linear_saved<L>(l), Zout);
+      m.fwd(dims, w, Z, m.template linear_saved<L>(l), outputs, Zout);
     }
-    if (m.act_clip > 0) clip_forward<T>(Zout, m.DN, m.act_clip);
-    yhat[l] = -Zout[(D - 1) * N + n];
+    // A readout alone is clipped alone (clip_backward keeps G's +0 at the entries not computed).
+    const bool whole = outputs == Outputs::all;
+    if (m.act_clip > 0) clip_forward<T>(whole ? Zout : Zout + readout, whole ? m.DN : 1, m.act_clip);
+    yhat[l] = -Zout[readout];
   }
 }
 
 template <class T>
 void LaneModel<T>::backward(const L& dyhat, bool input_grad) {
   Impl& m = *impl_;
+  ICL_CHECK(m.whole || (!input_grad && m.next != Next::nothing));
   const int D = m.D, N = m.N, n = m.n, H = m.H;
   for (auto& g : m.G) g = L{};
   m.G[(D - 1) * N + n] = -dyhat;   // yhat = -Z_L[d, n]
@@ -414,6 +441,31 @@ void LaneModel<T>::backward(const L& dyhat, bool input_grad) {
 
 template <class T>
 void LaneModel<T>::model_backward(const L& dyhat) { backward(dyhat, true); }
+
+template <class T>
+void LaneModel<T>::query_grad(const L& dyhat, L* g) {
+  Impl& m = *impl_;
+  const int D = m.D, N = m.N, n = m.n;
+  ICL_CHECK(m.whole || m.next == Next::query_grad);
+  if (m.softmax) {
+    backward(dyhat, true);
+    for (int i = 0; i + 1 < D; ++i) g[i] = m.G[i * N + n];
+    return;
+  }
+  // Column n of backward's G, layer by layer: clip_backward's mask at that column (at the last layer G is
+  // -dyhat at the readout, +0 elsewhere), then dZ = G + K^T G.
+  L *g0 = m.dK.data(), *g1 = m.dCQ.data();
+  for (int i = 0; i < D; ++i) g0[i] = L{};
+  g0[D - 1] = -dyhat;
+  for (int l = m.layers - 1; l >= 0; --l) {
+    if (m.act_clip > 0)
+      for (int i = l == m.layers - 1 ? D - 1 : 0; i < D; ++i)
+        clip_backward<T>(m.tokens(l + 1) + i * N + n, g0 + i, 1, m.act_clip);
+    column_residual(D, m.K.data() + static_cast<size_t>(l) * m.DD, g0, g1, 1);
+    std::swap(g0, g1);
+  }
+  for (int i = 0; i + 1 < D; ++i) g[i] = g0[i];
+}
 template <class T>
 void LaneModel<T>::params_backward(const L& dyhat) { backward(dyhat, false); }
 
@@ -422,6 +474,7 @@ const Lane<T>* LaneModel<T>::input_grad() const { return impl_->G.data(); }
 
 template <class T>
 const Lane<T>* LaneModel<T>::output() const {
+  ICL_CHECK(impl_->whole);
   return impl_->tokens(impl_->layers);
 }
 
@@ -459,16 +512,19 @@ double model_flops_per_task(const ModelShape& s) {
   return 2.0 * per_layer * s.layers;
 }
 
-// The same with params_backward for the backward.  A linear layer's backward computes dK = G Z^T, dPc, dCQ and
-// dQ, and the input's gradient (dZ, dC and (dC + dC^T) z_j) at every layer but the first; at the last, G is
-// zero but at the readout, and dK, dZ, dPc and dCQ shrink to a row, a column and two D x D sums of one term.
+// The same as training computes them: model_forward with Next::params_backward, then params_backward.  The last
+// layer's forward computes Z_L at the readout alone (D), and K's readout row alone (H D^2) at one layer.  A
+// linear layer's backward computes dK = G Z^T, dPc, dCQ and dQ, and the input's gradient (dZ, dC and
+// (dC + dC^T) z_j) at every layer but the first; at the last, G is zero but at the readout, and dK, dZ, dPc and
+// dCQ shrink to a row, a column and two D x D sums of one term.
 double model_train_flops_per_task(const ModelShape& s) {
   if (s.attention != Attention::linear) return model_flops_per_task(s);
   const double D = s.d + 1, N = s.n + 1, n = s.n, H = s.heads;
-  const double forward = D * (D + 1) / 2 * n + 2 * H * D * D * D + D * D * N;
+  const double gram_cq = D * (D + 1) / 2 * n + H * D * D * D;
   double total = 0.0;
   for (int l = 0; l < s.layers; ++l) {
     const bool last = l == s.layers - 1, input = l > 0;
+    const double forward = gram_cq + (last && !input ? H * D * D : H * D * D * D) + (last ? D : D * D * N);
     total += forward + (last ? D * N : D * D * N)                      // dK = G Z^T
              + H * (last ? 2 * D * D : 2 * D * D * D) + H * D * D * D  // dPc, dCQ; dQ
              + (input ? (last ? D * D : D * D * N) + H * D * D * D + D * D * n : 0.0);   // dZ; dC; dC_sym z_j

@@ -509,7 +509,7 @@ void LaneTransformer<T>::set_weights(const double* theta) {
 }
 
 template <class T>
-void LaneTransformer<T>::model_forward(const L* Z0, L* yhat) {
+void LaneTransformer<T>::model_forward(const L* Z0, L* yhat, Next) {
   Impl& m = *impl_;
   m.tokens_forward(Z0);
   m.embed_forward();
@@ -566,6 +566,13 @@ void LaneTransformer<T>::grad(double* dtheta) const {
 
 template <class T>
 const Lane<T>* LaneTransformer<T>::input_grad() const { return impl_->dX0.data(); }
+
+template <class T>
+void LaneTransformer<T>::query_grad(const L& dyhat, L* g) {
+  model_backward(dyhat);
+  const int T_ = shape_.T;
+  for (int i = 0; i < shape_.d; ++i) g[i] = impl_->dX0[static_cast<size_t>(i) * T_ + T_ - 1];
+}
 
 template <class T>
 const Lane<T>* LaneTransformer<T>::tokens(int l) const {

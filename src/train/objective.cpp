@@ -13,7 +13,7 @@ double batch_loss(M& model, int layers, const TaskBatch<T>& batch, LaneVec<T>& y
   const T scale = T(2) / static_cast<T>(batch.B);
   double loss = 0.0;
   for (int c = 0; c < batch.chunks; ++c) {
-    model.model_forward(batch.chunk_Z(c), yhat.data());
+    model.model_forward(batch.chunk_Z(c), yhat.data(), grad ? Next::params_backward : Next::nothing);
     const Lane<T> err = (yhat[layers - 1] - batch.y[c]) * batch.mask[c];
     loss += static_cast<double>(lane_sum<T>(err * err));
     if (grad) model.params_backward(scale * err);
@@ -50,7 +50,7 @@ void batch_layer_losses(M& model, int layers, const TaskBatch<T>& batch, LaneVec
                         std::vector<double>& layer_loss) {
   for (double& x : sum) x = 0.0;
   for (int c = 0; c < batch.chunks; ++c) {
-    model.model_forward(batch.chunk_Z(c), yhat.data());
+    model.model_forward(batch.chunk_Z(c), yhat.data(), Next::nothing);
     for (int l = 0; l < layers; ++l) {
       const Lane<T> e = (yhat[l] - batch.y[c]) * batch.mask[c];
       sum[l] += static_cast<double>(lane_sum<T>(e * e));

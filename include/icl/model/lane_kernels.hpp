@@ -304,13 +304,48 @@ __attribute__((always_inline)) inline void outer_sum(int D_, int N, const L* A, 
   }
 }
 
+// The readout layer's forward, where nothing reads Z' but Z'[r, n], r = D - 1 (LaneModel::model_forward with
+// Next::params_backward or Next::nothing): K's row r alone and that one entry.  Each is the dense kernel's sum
+// (matmul_rows into K, apply_columns' residual) over the same terms in the same order, so the readout has the
+// dense forward's bits (tests/test_model.cpp, LeanForwardsAndParamsBackwardGiveTheWholePassesBits).
+
+// K[r, :] += Pc[r, :] CQ, as matmul_rows<kAccumulate = true> sums it.
+template <class T, class L>
+inline void readout_row(int D, const T* Pc, const L* CQ, L* K) {
+  const int r = D - 1;
+  for (int h = 0; h < kLaneParts; ++h) {
+    const auto CQh = part(CQ, h);
+    const auto Kh = part(K, h);
+    using R = PartElement<decltype(Kh)>;
+    for (int k = 0; k < D; ++k) {
+      R acc = Kh[r * D + k];
+      for (int m = 0; m < D; ++m) acc += Pc[r * D + m] * CQh[m * D + k];
+      Kh[r * D + k] = acc;
+    }
+  }
+}
+
+// Z'[r, n] = Z[r, n] + K[r, :] Z[:, n], as apply_columns<kResidual = true> sums it.
+template <class L>
+inline void readout_entry(int D, int N, int n, const L* K, const L* Z, L* Zout) {
+  const int r = D - 1;
+  for (int h = 0; h < kLaneParts; ++h) {
+    const auto Kh = part(K, h), Zh = part(Z, h);
+    const auto Oh = part(Zout, h);
+    using R = PartElement<decltype(Oh)>;
+    R acc = Zh[r * N + n];
+    for (int k = 0; k < D; ++k) acc += Kh[r * D + k] * Zh[k * N + n];
+    Oh[r * N + n] = acc;
+  }
+}
+
 // The readout layer's backward, where G = dL/dZ' (D x N lanes) is zero but for G[r, n], r = D - 1 (the loss
 // reads Z'[r, n] alone; LaneModel::params_backward): dK = G Z^T is row r alone, dZ = G + K^T G column n alone,
 // and the sums of dPc_h += dK CQ_h^T and dCQ_h = Pc_h^T dK over dK's rows have one term.  Each entry written is
 // the dense kernel's sum above (outer_sum, apply_columns, add_matmul_bt, matmul_rows) over the same terms in
 // the same order, and an entry left alone is one the dense kernel adds only +0 products to (dPc's other rows,
 // +0 from zero_grad on and so on either path).  So the bits are the dense kernels', zeros' signs included
-// (tests/test_model.cpp, ParamsBackwardIsModelBackwardsWeightsBitwise), for finite values: with an inf or NaN in
+// (tests/test_model.cpp, LeanForwardsAndParamsBackwardGiveTheWholePassesBits), for finite values: with an inf or NaN in
 // the layer the dense kernels would spread NaN into the zero rows too, at a step training stops as diverged.
 
 // dK = G Z^T, row r alone (the other rows, +0 in the dense product, are not written).  Like the kernels above,
@@ -330,20 +365,27 @@ inline void readout_outer_sum(int D, int N, const L* G, const L* Z, L* dK) {
   }
 }
 
+// dz = g + K^T g for one column g of G (D lanes, `stride` apart; out alike): that column of apply_columns'
+// dZ = G + K^T G, the same sums.
+template <class L>
+inline void column_residual(int D, const L* K, const L* g, L* out, int stride) {
+  for (int h = 0; h < kLaneParts; ++h) {
+    const auto Kh = part(K, h), gh = part(g, h);
+    const auto Oh = part(out, h);
+    using R = PartElement<decltype(Oh)>;
+    for (int i = 0; i < D; ++i) {
+      R acc = gh[i * stride];
+      for (int m = 0; m < D; ++m) acc += Kh[m * D + i] * gh[m * stride];
+      Oh[i * stride] = acc;
+    }
+  }
+}
+
 // dZ = G + K^T G: column n as apply_columns sums it, the other columns +0.
 template <class L>
 inline void readout_residual(int D, int N, int n, const L* K, const L* G, L* dZ) {
   for (int x = 0; x < D * N; ++x) dZ[x] = L{};
-  for (int h = 0; h < kLaneParts; ++h) {
-    const auto Kh = part(K, h), Gh = part(G, h);
-    const auto Oh = part(dZ, h);
-    using R = PartElement<decltype(Oh)>;
-    for (int i = 0; i < D; ++i) {
-      R acc = Gh[i * N + n];
-      for (int m = 0; m < D; ++m) acc += Kh[m * D + i] * Gh[m * N + n];
-      Oh[i * N + n] = acc;
-    }
-  }
+  column_residual(D, K, G + n, dZ + n, N);
 }
 
 // dPc += dK CQ^T (row r alone changes) and dCQ = Pc^T dK (one term a sum), from dK's row r.

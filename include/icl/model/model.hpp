@@ -30,6 +30,15 @@ double model_flops_per_task(const ModelShape& s);
 // ... of a training step, forward + params_backward: flops_per_step and the training's cost estimate.
 double model_train_flops_per_task(const ModelShape& s);
 
+// What may follow a forward (model_forward): model_backward, which reads everything, and then output() and
+// input_grad(); params_backward, training's, which reads of the last linear layer only what its readout's
+// gradient needs; query_grad, the query's input gradient alone (the analyses' sensitivities); or nothing, the
+// readouts alone (the losses of the analyses and of training's evaluations).  The last three leave out the last
+// linear layer's products that nothing reads: all of Z_L but the readout, and K but its readout row where no
+// input's gradient passes that layer (params_backward at one layer, or nothing).  The readouts have the same bits
+// whichever (lane_kernels.hpp, readout_row and readout_entry).  LaneTransformer computes everything.
+enum class Next { model_backward, params_backward, query_grad, nothing };
+
 template <class T>
 class LaneModel {
  public:
@@ -42,19 +51,25 @@ class LaneModel {
   const ModelShape& shape() const { return shape_; }
   // Copies P, Q (layers x heads x D x D each) for the following forward/backward calls.
   void set_weights(const T* P, const T* Q);
-  // Z0: D x N lanes.  yhat: `layers` lanes, the readout after each layer.  Keeps the activations, and
-  // reads Z0 again in model_backward: it must stay as it is until then (it is not copied).
-  void model_forward(const L* Z0, L* yhat);
-  // Backward of the last forward for dLoss/dyhat_L = dyhat (lanes).  Adds the chunk's dP, dQ into the
-  // gradient accumulators and leaves dLoss/dZ0 in input_grad() (D x N lanes).
+  // Z0: D x N lanes.  yhat: `layers` lanes, the readout after each layer.  Keeps the activations `next` reads,
+  // and reads Z0 again in a backward: it must stay as it is until then (it is not copied).
+  void model_forward(const L* Z0, L* yhat, Next next = Next::model_backward);
+  // Backward of the last forward (with Next::model_backward) for dLoss/dyhat_L = dyhat (lanes).  Adds the chunk's
+  // dP, dQ into the gradient accumulators and leaves dLoss/dZ0 in input_grad() (D x N lanes).
   void model_backward(const L& dyhat);
   // model_backward for the weights alone, as training needs it: the same dP, dQ bit for bit (for finite values,
   // lane_kernels.hpp), without the input's gradient (a linear layer 0's dZ and dC products), and with the last
   // linear layer's products of dK = G Z^T's zero rows left out (G is zero but at the readout).  Softmax layers
-  // run as in model_backward.  input_grad() is not defined after it.
+  // run as in model_backward.  input_grad() is not defined after it.  After a forward with Next::model_backward
+  // or Next::params_backward.
   void params_backward(const L& dyhat);
   const L* input_grad() const;
-  const L* output() const;   // Z_L of the last forward (D x N lanes)
+  // dLoss/dx_query for dLoss/dyhat_L = dyhat, rows 0..d-1 of the query's column of model_backward's input_grad()
+  // (d lanes into g), bit for bit, after a forward with Next::query_grad or Next::model_backward.  Linear layers
+  // pass the column alone back (z_q' = z_q + K z_q, and no context token reads the query: C sums j < n), without
+  // the weights' gradients; softmax layers run model_backward.  input_grad() is not defined after it.
+  void query_grad(const L& dyhat, L* g);
+  const L* output() const;   // Z_L of the last forward (D x N lanes), with Next::model_backward
   void zero_grad();
   // dP, dQ (layers x heads x D x D): the accumulated gradients summed over lanes, in a fixed order.
   void grad(double* dP, double* dQ) const;

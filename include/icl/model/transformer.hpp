@@ -24,6 +24,7 @@
 
 #include "icl/base/lane.hpp"
 #include "icl/base/point.hpp"
+#include "icl/model/model.hpp"
 
 namespace icl {
 
@@ -144,7 +145,8 @@ class LaneTransformer {
   const TransformerLayout& layout() const;
   void set_weights(const double* theta);   // layout().size() entries
   // Z0: the constructed tokens of a chunk (d+1 x n+1 lanes, data.hpp).  yhat: `layers` lanes.
-  void model_forward(const L* Z0, L* yhat);
+  // `next` as LaneModel's (model.hpp); the transformer computes everything whichever.
+  void model_forward(const L* Z0, L* yhat, Next next = Next::model_backward);
   // The last layer's predictions of the last forward at every x token: yhat[j] predicts y_j from the tokens
   // before x_j's (causal), j = 0..n (n: the query, yhat_L of model_forward).  n+1 lanes.
   void prefix_predictions(L* yhat) const;
@@ -163,6 +165,8 @@ class LaneTransformer {
   // dLoss/dX of the raw tokens (d_tok x T lanes, X as in the header) after model_backward: the query's
   // x is column T-1, rows 0..d-1, in both layouts.
   const L* input_grad() const;
+  // LaneModel::query_grad's: rows 0..d-1 of input_grad()'s column T-1 after model_backward(dyhat) (d lanes).
+  void query_grad(const L& dyhat, L* g);
   // Tokens after layer l (l = 0: the input to layer 1, after embedding and positional encodings), E x T lanes.
   const L* tokens(int l) const;
   // What the last layer's read-out reads, E x T lanes: LN_f(H_L) (readout = head) or H_L (channel).
