@@ -168,8 +168,8 @@ void lean_passes_match(const Point& p) {
       EXPECT_TRUE(same_bits(query[k], query[0])) << "query gradient, pass " << k;
     }
   }
-  EXPECT_NE(*std::max_element(grads[0].begin(), grads[0].end()), 0.0);
-  EXPECT_NE(*std::max_element(query[0].begin(), query[0].end()), T(0));
+  EXPECT_TRUE(std::any_of(grads[0].begin(), grads[0].end(), [](double x) { return x != 0; }));
+  EXPECT_TRUE(std::any_of(query[0].begin(), query[0].end(), [](T x) { return x != 0; }));
 }
 
 TEST_P(ModelVsRef, LeanForwardsAndParamsBackwardGiveTheWholePassesBits) {
@@ -191,7 +191,8 @@ INSTANTIATE_TEST_SUITE_P(
         RefCase{"linear_tiled_d16_n70", {{"d", "16"}, {"n", "70"}, {"layers", "2"}, {"heads", "2"}}},
         RefCase{"linear_tiled_d130", {{"d", "130"}, {"n", "5"}, {"layers", "2"}}},
         RefCase{"linear_act_clip", {{"d", "5"}, {"n", "20"}, {"layers", "3"}, {"act_clip", "1.5"}}},
-        RefCase{"linear_tiled_L1_clip", {{"d", "17"}, {"n", "9"}, {"layers", "1"}, {"act_clip", "0.5"}}},
+        RefCase{"linear_tiled_L1_H2_clip", {{"d", "17"}, {"n", "9"}, {"layers", "1"}, {"heads", "2"}, {"act_clip", "0.5"}}},
+        RefCase{"linear_d1_n1_L1", {{"d", "1"}, {"n", "1"}, {"layers", "1"}}},
         RefCase{"linear_residual_inv_L8", {{"d", "3"}, {"n", "6"}, {"layers", "8"}, {"residual", "1/L"}}},
         RefCase{"softmax_d3_L2_H2", {{"d", "3"}, {"n", "7"}, {"layers", "2"}, {"heads", "2"}, {"attention", "softmax"}}}),
     [](const auto& tc) { return std::string(tc.param.name); });

@@ -81,7 +81,9 @@ struct LinearScratch {
 // What a linear layer's forward computes of K and Z' (the last layer's, for what follows it: model_forward).
 enum class Outputs {
   all,             // K and Z' whole (model_backward reads K and every layer's output)
-  readout_and_K,   // K whole (params_backward's readout_residual reads it), Z' at the readout alone
+  readout_and_K,   // K whole, Z' at the readout alone: where a gradient passes back through the layer (its
+                   // dZ = G + K^T G sums K's every row, +0 terms included, as the dense kernel does, so that
+                   // a zero keeps the dense kernel's sign), for readout_residual and query_grad
   readout,         // K's readout row, Z' at the readout: what the readout and the last layer 0's params_backward read
 };
 

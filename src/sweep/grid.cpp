@@ -21,8 +21,9 @@ namespace {
 constexpr double kNominalFlops = 5e10;   // a conservative single-core rate for estimates
 
 // The analysis's cost model (analysis.cpp, AnalysisSets), in FLOPs at the same nominal rate as training.
-// A model forward pass is a third of flops_per_task's forward + backward; the references (GD, GD++) are the
-// one-head linear model of K layers (model_flops_per_task).
+// A model forward pass is a third of flops_per_task's forward + backward (the linear model's lean forwards compute
+// less: model.hpp, Next; an upper bound); the references (GD, GD++) are the one-head linear model of K layers
+// (model_flops_per_task).
 double reference_flops(const Point& p, int K, int n) {   // forward + backward, per task
   ModelShape s;
   s.d = p.d;

@@ -25,7 +25,7 @@ ModelShape model_shape(const Point& p);
 double attention_c(const Point& p, int n);
 
 // Multiply-adds x 2 of one forward + backward pass (model_backward) on one task: the FLOP model of the analyses'
-// cost estimate.
+// cost estimate (an upper bound: their losses and sensitivities run the lean forwards of Next and query_grad).
 double model_flops_per_task(const ModelShape& s);
 // ... of a training step, forward + params_backward: flops_per_step and the training's cost estimate.
 double model_train_flops_per_task(const ModelShape& s);
@@ -60,14 +60,15 @@ class LaneModel {
   // model_backward for the weights alone, as training needs it: the same dP, dQ bit for bit (for finite values,
   // lane_kernels.hpp), without the input's gradient (a linear layer 0's dZ and dC products), and with the last
   // linear layer's products of dK = G Z^T's zero rows left out (G is zero but at the readout).  Softmax layers
-  // run as in model_backward.  input_grad() is not defined after it.  After a forward with Next::model_backward
-  // or Next::params_backward.
+  // run as in model_backward.  input_grad() is not defined after it.  After a forward with Next::model_backward,
+  // Next::params_backward or Next::query_grad.
   void params_backward(const L& dyhat);
   const L* input_grad() const;
   // dLoss/dx_query for dLoss/dyhat_L = dyhat, rows 0..d-1 of the query's column of model_backward's input_grad()
   // (d lanes into g), bit for bit, after a forward with Next::query_grad or Next::model_backward.  Linear layers
   // pass the column alone back (z_q' = z_q + K z_q, and no context token reads the query: C sums j < n), without
-  // the weights' gradients; softmax layers run model_backward.  input_grad() is not defined after it.
+  // the weights' gradients; softmax layers run model_backward (which also adds into the gradient accumulators).
+  // input_grad() is not defined after it.
   void query_grad(const L& dyhat, L* g);
   const L* output() const;   // Z_L of the last forward (D x N lanes), with Next::model_backward
   void zero_grad();
