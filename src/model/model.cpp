@@ -403,8 +403,8 @@ void LaneModel<T>::model_forward(const L* Z0, L* yhat, Next next) {
       m.fwd(dims, w, Z, m.template linear_saved<L>(l), outputs, Zout);
     }
     // A readout alone is clipped alone (clip_backward keeps G's +0 at the entries not computed).
-    const bool whole = outputs == Outputs::all;
-    if (m.act_clip > 0) clip_forward<T>(whole ? Zout : Zout + readout, whole ? m.DN : 1, m.act_clip);
+    const bool all = outputs == Outputs::all;
+    if (m.act_clip > 0) clip_forward<T>(all ? Zout : Zout + readout, all ? m.DN : 1, m.act_clip);
     yhat[l] = -Zout[readout];
   }
 }

@@ -306,9 +306,9 @@ __attribute__((always_inline)) inline void outer_sum(int D_, int N, const L* A, 
 
 // The readout layer's forward, where nothing reads Z' but Z'[r, n], r = D - 1 (LaneModel::model_forward with
 // Next::params_backward, Next::query_grad or Next::nothing): that one entry, and K's row r alone where no gradient
-// passes back through the layer.  Each is the dense kernel's sum
-// (matmul_rows into K, apply_columns' residual) over the same terms in the same order, so the readout has the
-// dense forward's bits (tests/test_model.cpp, LeanForwardsAndParamsBackwardGiveTheWholePassesBits).
+// passes back through the layer.  Each is the dense kernel's sum (matmul_rows into K, apply_columns' residual)
+// over the same terms in the same order, so the readout has the dense forward's bits (tests/test_model.cpp,
+// LeanForwardsAndParamsBackwardGiveTheWholePassesBits).
 
 // K[r, :] += Pc[r, :] CQ, as matmul_rows<kAccumulate = true> sums it.
 template <class T, class L>
