@@ -187,9 +187,8 @@ void diagonalise(Lanes& t) {
 // below its sub-diagonal (sigma = 0) keeps its values (H_k = I).  Every multiply-add is written out, fused
 // where the target fuses, so the bits do not depend on how the compiler vectorises: the one-task loops before
 // this (to 2026-11-27) summed partly fused, partly not, as GCC had vectorised them, and their last bits
-// differ from these (tests/test_baselines.cpp holds both to an eigendecomposition).
-void tridiagonalise(int d, double* A, double* P, double* a, double* e) {
-  std::vector<Vd> v(d), w(d);
+// differ from these (tests/test_baselines.cpp holds both to an eigendecomposition).  v, w: room for d registers each.
+void tridiagonalise(int d, double* A, double* P, double* a, double* e, Vd* v, Vd* w) {
   for (int h = 0; h < kTaskLanes; h += kWidth) {
     const auto at = [&](int r, int c) { return A + (r * d + c) * kTaskLanes + h; };
     const auto pt = [&](int r, int c) { return P + (2 * r + c) * kTaskLanes + h; };
@@ -316,6 +315,7 @@ void TaskSpectra::dimension(int d) {
   d_ = d;
   G_.assign(static_cast<size_t>(d) * d * kTaskLanes, 0.0);
   P_.assign(static_cast<size_t>(d) * 2 * kTaskLanes, 0.0);
+  vw_.resize(2 * static_cast<size_t>(d));
   reserve(sums_.capacity());
 }
 
@@ -356,7 +356,7 @@ void TaskSpectra::reserve(size_t tasks) {
 void TaskSpectra::reduce_block() {
   const size_t at = a_.size(), first = (sums_.size() - 1) / kTaskLanes * kTaskLanes, d = d_;
   for (std::vector<double>* v : {&a_, &e_, &p_, &q_}) v->resize(at + d * kTaskLanes);
-  tridiagonalise(d_, G_.data(), P_.data(), &a_[at], &e_[at]);
+  tridiagonalise(d_, G_.data(), P_.data(), &a_[at], &e_[at], vw_.data(), vw_.data() + d);
   for (size_t i = 0; i < d; ++i)
     for (size_t j = 0; j < kTaskLanes; ++j) {
       p_[at + i * kTaskLanes + j] = P_[(2 * i) * kTaskLanes + j];

@@ -101,6 +101,7 @@ class TaskSpectra {
   std::vector<Sums> sums_;                // every task added since the last take()
   std::vector<double> G_, P_;             // the block being added: X X^T / scale and (X y, x_q), kTaskLanes side by side
   std::vector<double> a_, e_, p_, q_;     // the reduced blocks: tridiagonal and Q^T (X y, x_q), d kTaskLanes each
+  std::vector<lanes::Vd> vw_;             // the reduction's Householder vector and its w, d registers each
 };
 
 // Many tasks' spectra of one d in blocks of kTaskLanes tasks, a block's entry i of every task side by side
