@@ -12,6 +12,7 @@
 #include "icl/cli/stop_merge.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/io_stats.hpp"
+#include "icl/io/point_log.hpp"
 #include "icl/io/layout.hpp"
 
 static void usage(std::FILE* to) {
@@ -70,7 +71,8 @@ static int run(int argc, char** argv) {
     return icl::cli::kExitOk;
   }
   if (cmd == "version" || cmd == "--version") {
-    std::printf("icl-sweep %s (git %s)\nbuild: %s\n", icl::build::version, icl::build::git_revision, icl::build::flags);
+    std::printf("icl-sweep %s (git %s)\nbuild: %s\nlibm: %s\n", icl::build::version, icl::build::git_revision, icl::build::flags,
+                icl::io::libm_identity().c_str());
     return icl::cli::kExitOk;
   }
   if (cmd == "-h" || cmd == "--help" || cmd == "help") {

@@ -76,6 +76,38 @@ TEST(SweepOutput, ResumeRefusesAnotherBuildUnlessAllowed) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+// The same binary on another C math library (a node with another glibc: glibc 2.28, for one, replaced exp, log
+// and pow) may give other last bits, so its records count as another build's.
+TEST(SweepOutput, ResumeRefusesTheSameBinaryOnAnotherMathLibrary) {
+  const std::string id = io::build_identity(), libm = io::libm_identity();
+  ASSERT_FALSE(libm.empty());
+  ASSERT_GT(id.size(), libm.size() + 1);
+  ASSERT_EQ(id.substr(id.size() - libm.size() - 1), libm + ")");   // the identity names it last
+  const std::string other = id.substr(0, id.size() - libm.size() - 1) + "glibc 2.17)";
+  const std::string dir = ::testing::TempDir() + "/icl_libm_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  const std::string out = dir + "/s.h5";
+  sweep::Spec spec;
+  const sweep::Grid g = tiny_grid(&spec);
+  ::mkdir((out + ".points").c_str(), 0755);
+  std::ofstream(out + ".points/other.log", std::ios::binary)
+      << io::encode_point(0, sweep::spec_hash(spec.text), 1.8e9, failed_result("x"), other);
+  cli::OutputOptions opt;
+  opt.resume = true;
+  {
+    cli::SweepOutput o(out, g, spec.text);
+    EXPECT_EQ(o.prepare(opt), cli::kExitUsage);
+  }
+  opt.allow_mixed_builds = true;
+  cli::SweepOutput o(out, g, spec.text);
+  ASSERT_EQ(o.prepare(opt), 0);
+  o.index(true);
+  o.write("incomplete", {});
+  const io::File f = io::File::open_read(out);
+  EXPECT_EQ(io::get_attr_string(f, "/", "libm"), libm);   // the file names the library that wrote it
+  EXPECT_EQ(io::get_attr_string(f, "/", "builds"), other + "\n");
+  std::system(("rm -rf " + dir).c_str());
+}
 
 // A slow sweep's rate keeps its digits in units a person reads (18 points in 71 s printed "0 points/s").
 TEST(Progress, RatesAndDurationsKeepTheirDigits) {

@@ -17,7 +17,7 @@ const char* shape_name(Shape s) {
 const std::vector<Entry>& layout() {
   static const std::vector<Entry> entries = {
       {"@format, @format_version", Shape::attribute, "text, int64", "", "`icl-sweep results`, 2 (files of format 1 kept a group per point under /weights)", ""},
-      {"@software_version, @git_revision, @build_flags", Shape::attribute, "text", "", "the build that wrote the file", ""},
+      {"@software_version, @git_revision, @build_flags, @libm", Shape::attribute, "text", "", "the build that wrote the file and the math library it ran on (`glibc 2.36`)", ""},
       {"@builds", Shape::attribute, "text", "", "every build that computed a stored row, one per line (`/points/build` indexes them)", ""},
       {"@spec", Shape::attribute, "text", "", "the sweep's canonical spec, or every option as `name = value` for `train`", ""},
       {"@written_utc, @n_points", Shape::attribute, "text, int64", "", "when the file was written; P, its number of rows", ""},

@@ -8,6 +8,9 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <gnu/libc-version.h>
+#endif
 
 #include <algorithm>
 #include <cerrno>
@@ -127,7 +130,15 @@ IoError io_error(const std::string& what, const std::string& path) {
 }
 
 std::string build_identity() {
-  return std::string(build::version) + " (git " + build::git_revision + "; " + build::flags + ")";
+  return std::string(build::version) + " (git " + build::git_revision + "; " + build::flags + "; " + libm_identity() + ")";
+}
+
+std::string libm_identity() {
+#if defined(__GLIBC__)
+  return std::string("glibc ") + gnu_get_libc_version();
+#else
+  return "libm unknown";
+#endif
 }
 
 // A record's frame: length, `magic` and the spec hash, then what `body` writes, then the checksum.

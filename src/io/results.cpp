@@ -265,6 +265,7 @@ void write_attributes(File& f, int64_t n_points, const std::string& spec_text, c
   set_attr(f, "/", "software_version", std::string(build::version));
   set_attr(f, "/", "git_revision", std::string(build::git_revision));
   set_attr(f, "/", "build_flags", std::string(build::flags));
+  set_attr(f, "/", "libm", libm_identity());
   std::string builds;
   for (const auto& kv : s.builds) builds += kv.first + "\n";
   set_attr(f, "/", "builds", builds);

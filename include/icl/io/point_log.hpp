@@ -102,8 +102,12 @@ class RecordReader {
   std::map<std::string, int> fds_;
 };
 
-// The identity of this binary, as stored in every record.
+// The identity of this binary, as stored in every record: its version, revision and flags, and the math
+// library it runs on (libm_identity), since the same binary on another libm may give other last bits.
 std::string build_identity();
+// The C math library this process calls for exp, log, sin, cos, pow ("glibc 2.36"; "libm unknown" where the
+// C library does not say): glibc 2.28, for one, replaced exp, log and pow.
+std::string libm_identity();
 
 // One record's bytes and their inverse (exposed for tests).
 std::string encode_point(int64_t index, uint64_t spec_hash, double finished_unix, const Result& r,

@@ -31,7 +31,7 @@ def write(r):
              ("best of", ", ".join(r.view.best) or "-"), ("losses shown as", r.scale.note),
              ("stored loss convention", a.get("loss_convention", "")),
              ("normalisation", a.get("normalisation_convention", "")),
-             ("software", f"{a.get('software_version', '')} ({a.get('git_revision', '')}), {a.get('build_flags', '')}"),
+             ("software", f"{a.get('software_version', '')} ({a.get('git_revision', '')}), {a.get('build_flags', '')}, {a.get('libm', 'libm not recorded')}"),
              ("written", a.get("written_utc", ""))]
     parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>icl-report: "
              f"{html.escape(r.sweep_name)}</title><style>{STYLE}</style></head><body>",
