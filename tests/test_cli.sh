@@ -39,6 +39,11 @@ printf 'arch = transformer\nnorm = 1\nembed = linear\nembed_size = 4096\nwidenin
 out=$("$bin" run "$dir/huge.ini" --dry-run --max_point_memory off 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "widening=64, mlp=true): option 'widening' = '64': " <<<"$out" \
   || { echo "FAIL: dry run of a transformer past the size limit: rc $rc: $out"; fail=1; }
+# A memory limit of 0 is no limit inside; written by a user it is refused (it meant "off" or a typo), nothing written.
+printf 'd = 5\nsteps = 1\n' > "$dir/m0.ini"
+out=$("$bin" run "$dir/m0.ini" -o "$dir/m0.h5" --max_point_memory 0 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "'max_point_memory' = '0': must be one size above 0" <<<"$out" && [ ! -e "$dir/m0.h5" ] && [ ! -e "$dir/m0.h5.points" ] \
+  || { echo "FAIL: max_point_memory = 0: rc $rc: $out"; fail=1; }
 # A point that fails (here: std::bad_alloc under a 2 GiB address-space limit) is a failure: exit 1 with its
 # reason; its result (NaN, the reason) is still written.
 out=$( (ulimit -v 2000000; "$bin" train --eval_tasks 10000000 --steps 1 --batch 16 -o "$dir/failed.h5") 2>&1); rc=$?

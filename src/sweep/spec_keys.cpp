@@ -77,8 +77,8 @@ bool parse_seeds(const std::vector<std::string>& values, const std::string&, Spe
 
 bool parse_max_point_memory(const std::vector<std::string>& values, const std::string& at, Spec* spec, std::string* rule) {
   double bytes = 0;
-  if (!parse_bytes(one(values), &bytes)) {
-    *rule = "must be one size such as 4G, 512M or 1.5GiB (binary units), or off";
+  if (!parse_bytes(one(values), &bytes) || (bytes == 0 && one(values) != "off")) {   // 0 is "off" inside
+    *rule = "must be one size above 0 such as 4G, 512M or 1.5GiB (binary units), or off (no limit)";
     return false;
   }
   spec->max_point_bytes = bytes;
