@@ -109,6 +109,33 @@ TEST(SweepOutput, ResumeRefusesTheSameBinaryOnAnotherMathLibrary) {
   std::system(("rm -rf " + dir).c_str());
 }
 
+// A merge killed before its rename leaves OUT.h5.icl-merge-<hash>-<pid>.tmp.  Under the lock every such file of
+// OUT.h5 is dead, whichever spec wrote it: one of a sweep started over with --force and another spec was kept
+// forever.  A user's files that merely look alike stay.
+TEST(SweepOutput, KilledMergesTemporariesOfAnySpecAreRemovedUnderTheLock) {
+  EXPECT_TRUE(cli::is_merge_temporary("s.h5", "s.h5.icl-merge-00ff00ff00ff00ff-123.tmp"));
+  for (const char* user : {"s.h5.icl-merge-00ff00ff00ff00ff-.tmp", "s.h5.icl-merge-00ff00ff00ff00f-123.tmp",
+                           "s.h5.icl-merge-00FF00FF00FF00FF-123.tmp", "s.h5.icl-merge-00ff00ff00ff00ff-12a.tmp",
+                           "s.h5.icl-merge-00ff00ff00ff00ff-123.tmp.bak", "t.h5.icl-merge-00ff00ff00ff00ff-123.tmp",
+                           "s.h5.icl-merge-notes.tmp", "s.h5.icl-merge-", "s.h5"})
+    EXPECT_FALSE(cli::is_merge_temporary("s.h5", user)) << user;
+  const std::string dir = ::testing::TempDir() + "/icl_tmp_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  const std::string out = dir + "/s.h5";
+  const std::string other_spec = out + ".icl-merge-00ff00ff00ff00ff-4194304.tmp", user = out + ".icl-merge-notes.tmp";
+  for (const std::string& f : {other_spec, user}) std::ofstream(f) << "x";
+  sweep::Spec spec;
+  const sweep::Grid g = tiny_grid(&spec);
+  cli::OutputOptions opt;
+  opt.force = true;
+  cli::SweepOutput o(out, g, spec.text);
+  ASSERT_EQ(o.prepare(opt), 0);
+  struct stat st {};
+  EXPECT_NE(::stat(other_spec.c_str(), &st), 0) << "another spec's killed merge left its temporary";
+  EXPECT_EQ(::stat(user.c_str(), &st), 0) << "a user's file was removed";
+  std::system(("rm -rf " + dir).c_str());
+}
+
 // A slow sweep's rate keeps its digits in units a person reads (18 points in 71 s printed "0 points/s").
 TEST(Progress, RatesAndDurationsKeepTheirDigits) {
   EXPECT_EQ(cli::rate_text(18.0 / 71, "points"), "0.254 points/s");

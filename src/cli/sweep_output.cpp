@@ -222,6 +222,16 @@ std::string SweepOutput::temporary() const {
   return out_ + ".icl-merge-" + hash_text() + "-" + std::to_string(::getpid()) + ".tmp";
 }
 
+// Whether `name` (in OUT.h5's directory) is what temporary() names for OUT.h5 = `base`, of any spec and process.
+bool is_merge_temporary(const std::string& base, const std::string& name) {
+  const std::string stem = base + ".icl-merge-";
+  const size_t hex = stem.size(), dash = hex + 16, digits = dash + 1, end = name.size() >= 4 ? name.size() - 4 : 0;
+  if (name.compare(0, stem.size(), stem) != 0 || end <= digits || name.compare(end, 4, ".tmp") != 0 || name[dash] != '-')
+    return false;
+  const auto all = [&](size_t from, size_t to, const char* set) { return name.find_first_not_of(set, from) >= to; };
+  return all(hex, dash, "0123456789abcdef") && all(digits, end, "0123456789");
+}
+
 int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
   retry_failed_ = opt.retry_failed;
   const std::string parent = parent_of(out_);
@@ -259,12 +269,11 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
 
 int SweepOutput::prepare_locked(const OutputOptions& opt) {
   std::remove(merging_marker(dir_).c_str());   // a merge that was killed: the lock is ours now
-  // Temporaries of this sweep's merges that were killed: no one else can be writing them now.
+  // Temporaries of merges into OUT.h5 that were killed, this spec's or another's (a sweep started over with
+  // --force): every merge holds the lock, so no one is writing them now, and the logs hold what they held.
   const std::string parent = parent_of(out_);
-  const std::string stem = base_of(out_) + ".icl-merge-" + hash_text() + "-";
   for (const std::string& name : entries(parent))
-    if (name.compare(0, stem.size(), stem) == 0 && name.size() > 4 && name.compare(name.size() - 4, 4, ".tmp") == 0)
-      std::remove((parent + "/" + name).c_str());
+    if (is_merge_temporary(base_of(out_), name)) std::remove((parent + "/" + name).c_str());
 
   remove_live_files(dir_);   // a killed run's: its points are not in flight
   if (opt.force) {   // the sweep's own files only: whatever else a user keeps in OUT.h5.points/ stays

@@ -121,7 +121,7 @@ class SweepOutput {
   int check_identity(const OutputOptions& opt, io::Verification* v) const;
   // --resume: OUT.h5's intact finished rows that the logs lack go to a log of their own.
   void import_rows(const io::Verification& v) const;
-  std::string temporary() const;
+  std::string temporary() const;   // OUT.h5.icl-merge-<spec hash>-<pid>.tmp, where a merge writes
 
   std::string out_, dir_, spec_text_;
   const sweep::Grid& grid_;
@@ -143,5 +143,9 @@ io::Attributes run_provenance(const std::string& out, bool with_end);
 
 // True if a sweep process holds the lock on `dir` now.
 bool sweep_running(const std::string& dir);
+
+// Whether `name`, in OUT.h5's directory, is a merge's temporary of OUT.h5 (its file name `base`): of any spec and
+// any process; a user's file never matches.
+bool is_merge_temporary(const std::string& base, const std::string& name);
 
 }  // namespace icl::cli
