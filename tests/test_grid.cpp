@@ -390,10 +390,6 @@ TEST(GridLimits, MemoryEstimateIsWithin30PercentOfMeasuredPeak) {
       {{"n", "300"}, {"layers", "2"}, {"heads", "4"}, {"attention", "softmax"}, {"batch", "16"}, {"eval_tasks", "16"},
        {"steps", "1"}, {"analysis", "false"}},
       {{"eval_tasks", "50000"}, {"batch", "100"}, {"steps", "2"}},
-      // the analysis's tuning sets: at one layer without GD++'s validation set (drawn from L = 2 on; counted at
-      // L = 1 too, the estimate was 2.1x the peak), at two with it
-      {{"d", "20"}, {"n", "100"}, {"batch", "16"}, {"eval_tasks", "16"}, {"steps", "2"}, {"layers", "1"}},
-      {{"d", "20"}, {"n", "100"}, {"batch", "16"}, {"eval_tasks", "16"}, {"steps", "2"}, {"layers", "2"}},
       // [VO23]'s transformer: its buffers (transformer_buffers) dominate
       {{"arch", "transformer"}, {"norm", "1"}, {"n", "200"}, {"layers", "4"}, {"heads", "4"}, {"mlp", "true"},
        {"batch", "16"}, {"eval_tasks", "16"}, {"steps", "1"}, {"analysis", "false"}},

@@ -7,7 +7,7 @@
 //     L H (2 D N + n N) + 2 D N + n N lanes.  Objective<T> adds P, Q (T) and dP, dQ (double).
 //   training keeps the batch, the evaluation set, Objective<T> (train.cpp), the landscape observer's Objective<double> and
 //     its sets (when it applies), and the curves alive through analyse (analysis.cpp), which adds its tuning sets
-//     (AnalysisSets; GD++'s validation set at L > 1 alone), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (Spectra: s, b, z a
+//     (AnalysisSets), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (Spectra: s, b, z a
 //     task), three readouts (layers + d doubles per task), and an out-of-distribution
 //     set of 1000 tasks at context length 2n with its model; for a causal transformer trained at every prefix,
 //     Fu et al.'s probes (probes.hpp): two sets of AnalysisSets::probe tasks, the model in double, the probes'
@@ -115,9 +115,7 @@ PointMemory estimate_memory(const Point& p) {
   m.curves = 2 * 24 * static_cast<double>(eval_record_bound(p));
   if (p.analysis) {
     const SpectraBases bases = spectra_bases(p);
-    // GD++'s validation set is drawn only where per-step GD++ chooses among its optima: never at one layer.
-    const double tune = batch_bytes(kTuneTasks, d, n, s) + batch_bytes(kTuneModelTasks, d, n, 8) +
-                        (L > 1 ? batch_bytes(kGdppValidationTasks, d, n, 8) : 0.0);
+    const double tune = batch_bytes(kTuneTasks, d, n, s) + batch_bytes(kTuneModelTasks, d, n, 8) + batch_bytes(kGdppValidationTasks, d, n, 8);
     const double readouts = 3 * E * (L + d) * 8 + E * L * 8 + 3 * E * 8;
     Point ood_point = p;
     ood_point.n = 2 * p.n;
