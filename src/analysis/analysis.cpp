@@ -495,7 +495,8 @@ Tuning tune(const Point& p, const TaskLaw& law, const Bases& bases, Analysis& ou
   t.closed_form = tune_baselines(p, law, task_set(tune, bases, nullptr, stop), !bases.Wi.identity(), stop);
   const Tuned& cf = t.closed_form;
   const GdppTasks tune_model = gdpp_tasks(draw<double>(law, p.seed, draws::tune_gdpp, kTuneModelTasks));
-  std::optional<GdppTasks> validation;   // drawn where per-step GD++ needs it to choose: never at L = 1
+  std::optional<GdppTasks> validation;   // drawn where per-step GD++ needs it to choose: where a search ends
+                                         // off the tied optimum's bits (at L = 1 only if one stopped short)
   const GdppSet validation_set = [&]() -> const GdppTasks& {
     if (!validation) validation = gdpp_tasks(draw<double>(law, p.seed, draws::validate_gdpp, kGdppValidationTasks));
     return *validation;

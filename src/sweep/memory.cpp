@@ -7,7 +7,8 @@
 //     L H (2 D N + n N) + 2 D N + n N lanes.  Objective<T> adds P, Q (T) and dP, dQ (double).
 //   training keeps the batch, the evaluation set, Objective<T> (train.cpp), the landscape observer's Objective<double> and
 //     its sets (when it applies), and the curves alive through analyse (analysis.cpp), which adds its tuning sets
-//     (AnalysisSets), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (Spectra: s, b, z a
+//     (AnalysisSets; GD++'s validation set at every L: at L = 1 too it is drawn where a search ends off the tied
+//     optimum, gdpp.cpp), the per-task spectra of the 16,000 tuning tasks or of the evaluation set (Spectra: s, b, z a
 //     task), three readouts (layers + d doubles per task), and an out-of-distribution
 //     set of 1000 tasks at context length 2n with its model; for a causal transformer trained at every prefix,
 //     Fu et al.'s probes (probes.hpp): two sets of AnalysisSets::probe tasks, the model in double, the probes'
