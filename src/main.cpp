@@ -12,8 +12,8 @@
 #include "icl/cli/stop_merge.hpp"
 #include "icl/io/h5.hpp"
 #include "icl/io/io_stats.hpp"
-#include "icl/io/point_log.hpp"
 #include "icl/io/layout.hpp"
+#include "icl/io/point_log.hpp"
 
 static void usage(std::FILE* to) {
   std::fprintf(to,

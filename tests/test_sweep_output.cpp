@@ -2,16 +2,21 @@
 // allowed), and a point with several records keeps the best (a retried failure replaces the failure).
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "icl/cli/cli.hpp"
 #include "icl/cli/live_view.hpp"
+#include "icl/cli/stop_merge.hpp"
 #include "icl/cli/sweep_monitor.hpp"
 #include "icl/cli/sweep_output.hpp"
 #include "icl/io/h5.hpp"
@@ -83,7 +88,7 @@ TEST(SweepOutput, ResumeRefusesTheSameBinaryOnAnotherMathLibrary) {
   ASSERT_FALSE(libm.empty());
   ASSERT_GT(id.size(), libm.size() + 1);
   ASSERT_EQ(id.substr(id.size() - libm.size() - 1), libm + ")");   // the identity names it last
-  const std::string other = id.substr(0, id.size() - libm.size() - 1) + "glibc 2.17)";
+  const std::string other = id.substr(0, id.size() - libm.size() - 1) + "glibc 0.0-test)";   // no host's
   const std::string dir = ::testing::TempDir() + "/icl_libm_" + std::to_string(::getpid());
   ::mkdir(dir.c_str(), 0755);
   const std::string out = dir + "/s.h5";
@@ -106,6 +111,72 @@ TEST(SweepOutput, ResumeRefusesTheSameBinaryOnAnotherMathLibrary) {
   const io::File f = io::File::open_read(out);
   EXPECT_EQ(io::get_attr_string(f, "/", "libm"), libm);   // the file names the library that wrote it
   EXPECT_EQ(io::get_attr_string(f, "/", "builds"), other + "\n");
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// `icl-sweep merge` (and the merge after a stopped run) takes every build's rows as they are: it computes
+// nothing, and refusing left OUT.h5 `running` once a run's ranks had written rows of two builds.
+TEST(SweepOutput, MergeTakesTheRowsOfEveryBuild) {
+  const std::string dir = ::testing::TempDir() + "/icl_merge_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  const std::string out = dir + "/s.h5", other = "0.0.1 (git other; flags; glibc 0.0-test)";
+  sweep::Spec spec;
+  const sweep::Grid g = tiny_grid(&spec);
+  {
+    cli::SweepOutput o(out, g, spec.text);
+    cli::OutputOptions opt;
+    ASSERT_EQ(o.prepare(opt), 0);
+    Result good = pending_result();
+    good.status = Status::ok;
+    io::PointLog(out + ".points").append(0, o.hash(), good);
+    io::PointLog(out + ".points").append_record(io::encode_point(1, o.hash(), 1.8e9, good, other));
+    o.index(true);
+    o.write("running", {});
+  }
+  std::string a0 = "merge", a1 = out;
+  char* argv[] = {a0.data(), a1.data()};
+  ASSERT_EQ(cli::merge_main(2, argv), 0);
+  const io::File f = io::File::open_read(out);
+  EXPECT_EQ(io::get_attr_string(f, "/", "sweep_state"), "complete");
+  const std::string builds = io::get_attr_string(f, "/", "builds");
+  EXPECT_NE(builds.find(io::build_identity() + "\n"), std::string::npos) << builds;
+  EXPECT_NE(builds.find(other + "\n"), std::string::npos) << builds;
+  std::system(("rm -rf " + dir).c_str());
+}
+
+// A process waiting for the lock whose directory is removed and made again meanwhile (a refused run removes the
+// one it made; a user may delete it) won the removed directory's lock, which guards nothing: a third process
+// locked the new directory beside it, and removed a live merge's temporary as a dead one.  It must hold the
+// directory there now.
+TEST(SweepOutput, ALockWonOnARemovedDirectoryIsTakenOnTheOneThereNow) {
+  const std::string dir = ::testing::TempDir() + "/icl_relock_" + std::to_string(::getpid());
+  ::mkdir(dir.c_str(), 0755);
+  const std::string out = dir + "/s.h5", points = out + ".points";
+  ASSERT_EQ(::mkdir(points.c_str(), 0755), 0);
+  const int holder = ::open(points.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_EQ(::flock(holder, LOCK_EX), 0);
+  sweep::Spec spec;
+  const sweep::Grid g = tiny_grid(&spec);
+  std::atomic<int> code{-1};
+  std::atomic<bool> release{false};
+  std::thread waiter([&] {
+    cli::SweepOutput o(out, g, spec.text);
+    cli::OutputOptions opt;
+    opt.force = true;
+    code = o.prepare(opt, true);   // blocks on the holder's lock
+    while (!release) ::usleep(1000);
+  });
+  ::usleep(500000);   // the waiter is in flock by now (were it not, the test would pass without the race)
+  ASSERT_EQ(::rmdir(points.c_str()), 0);
+  ASSERT_EQ(::mkdir(points.c_str(), 0755), 0);
+  ::close(holder);   // the waiter wins the removed directory's lock
+  while (code < 0) ::usleep(1000);
+  EXPECT_EQ(code, 0);
+  const int probe = ::open(points.c_str(), O_RDONLY | O_DIRECTORY);
+  EXPECT_NE(::flock(probe, LOCK_EX | LOCK_NB), 0) << "the directory there now is not locked";
+  ::close(probe);
+  release = true;
+  waiter.join();
   std::system(("rm -rf " + dir).c_str());
 }
 

@@ -120,6 +120,10 @@ int merge_main(int argc, char** argv) {
     OutputOptions opt;
     opt.resume = true;
     opt.asked = "merge";
+    // A merge computes nothing and keeps each row's build: rows of other builds are already results (a run's
+    // ranks on nodes with another glibc, a resume with --allow-mixed-builds), and refusing them left OUT.h5
+    // `running` after a stop.
+    opt.allow_mixed_builds = true;
     if (const int code = output.prepare(opt, after_stop)) return code;
     std::ofstream(merging_marker(output.dir())) << ::getpid() << "\n";
     keep.text.push_back({"ended_utc", io::utc_now()});

@@ -257,8 +257,8 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
   }
   if (fresh && holds_something()) return refuse_existing();
   const int code = prepare_locked(opt);
-  // A refusal writes nothing: the log directory this run made goes again while it is empty.  (A run that
-  // waits for its lock then holds a removed directory, and its first log fails with an I/O error.)
+  // A refusal writes nothing: the log directory this run made goes again while it is empty.  (A run waiting for
+  // its lock then wins a removed directory's, and locks the directory there now instead: lock().)
   if (code != 0 && made_dir_ && entries(dir_).empty()) {
     ::close(lock_fd_);
     lock_fd_ = -1;
@@ -412,12 +412,28 @@ void SweepOutput::import_rows(const io::Verification& v) const {
   }
 }
 
-// The lock: the log directory itself, so that no file anyone could delete guards the sweep.
+// The lock: the log directory itself, so that no file anyone could delete guards the sweep.  A lock won on a
+// directory removed while this process waited (a refused run removes the one it made; a user may delete it) guards
+// nothing: the directory there now is locked instead, or the process that holds it is waited for again.
 bool SweepOutput::lock(bool wait) {
-  made_dir_ = ::mkdir(dir_.c_str(), 0755) == 0;
-  if (!made_dir_ && errno != EEXIST) throw io::io_error("cannot create", dir_);
-  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
+  for (int tries = 0; tries < 100; ++tries) {
+    made_dir_ = ::mkdir(dir_.c_str(), 0755) == 0;
+    if (!made_dir_ && errno != EEXIST) throw io::io_error("cannot create", dir_);
+    lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (lock_fd_ < 0 && errno == ENOENT) continue;   // removed since the mkdir: make it again
+    if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
+    if (!acquire(wait)) return false;
+    struct stat held {}, there {};
+    if (::fstat(lock_fd_, &held) == 0 && held.st_nlink > 0 && ::stat(dir_.c_str(), &there) == 0 &&
+        held.st_dev == there.st_dev && held.st_ino == there.st_ino)
+      return true;
+    ::close(lock_fd_);
+    lock_fd_ = -1;
+  }
+  return false;
+}
+
+bool SweepOutput::acquire(bool wait) const {
   if (wait) return ::flock(lock_fd_, LOCK_EX) == 0;
   // `status` probes the lock with a momentary shared lock: retry briefly before calling it another run's;
   // the merge after a stopped run (stop_merge.hpp) is waited for, up to ten minutes.

@@ -115,7 +115,8 @@ class SweepOutput {
   bool retry_failed() const { return retry_failed_; }
 
  private:
-  bool lock(bool wait);   // the exclusive flock on dir_ (retried briefly: `status` probes it)
+  bool lock(bool wait);   // the exclusive flock on dir_ as it is now (retried briefly: `status` probes it)
+  bool acquire(bool wait) const;   // flock on lock_fd_: blocking, or retried while `status` probes or a merge runs
   int prepare_locked(const OutputOptions& opt);   // prepare's steps that need the lock
   // --resume: OUT.h5's identity (format, attributes, spec, builds) must be ours; refusals print why.
   int check_identity(const OutputOptions& opt, io::Verification* v) const;
