@@ -36,12 +36,25 @@ sweep::Grid tiny_grid(sweep::Spec* spec) {
   return g;
 }
 
-TEST(SweepOutput, ResumeRefusesAnotherBuildUnlessAllowed) {
-  const std::string dir = ::testing::TempDir() + "/icl_out_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  const std::string out = dir + "/s.h5";
+// A sweep of tiny_grid's two points, OUT.h5 = dir/s.h5 in a directory of its own, removed at the end (after a
+// failed assertion too).
+struct TinySweep {
+  std::string dir, out;
   sweep::Spec spec;
-  const sweep::Grid g = tiny_grid(&spec);
+  sweep::Grid g;
+  explicit TinySweep(const std::string& tag)
+      : dir(::testing::TempDir() + "/icl_" + tag + "_" + std::to_string(::getpid())), out(dir + "/s.h5") {
+    ::mkdir(dir.c_str(), 0755);
+    g = tiny_grid(&spec);
+  }
+  ~TinySweep() { std::system(("rm -rf " + dir).c_str()); }
+};
+
+TEST(SweepOutput, ResumeRefusesAnotherBuildUnlessAllowed) {
+  TinySweep t("out");
+  const std::string& out = t.out;
+  const sweep::Spec& spec = t.spec;
+  const sweep::Grid& g = t.g;
   ::mkdir((out + ".points").c_str(), 0755);
   Result r = failed_result("x");
   std::ofstream(out + ".points/other.log", std::ios::binary)
@@ -78,7 +91,6 @@ TEST(SweepOutput, ResumeRefusesAnotherBuildUnlessAllowed) {
   const io::File f = io::File::open_read(out);
   EXPECT_EQ(io::get_attr_string(f, "/", "builds"), "0.0.1 (git other; flags)\n" + io::build_identity() + "\n");
   EXPECT_EQ(io::read_int64(f, "/points/build"), (std::vector<int64_t>{1, 0}));
-  std::system(("rm -rf " + dir).c_str());
 }
 
 // The same binary on another C math library (a node with another glibc: glibc 2.28, for one, replaced exp, log
@@ -89,11 +101,10 @@ TEST(SweepOutput, ResumeRefusesTheSameBinaryOnAnotherMathLibrary) {
   ASSERT_GT(id.size(), libm.size() + 1);
   ASSERT_EQ(id.substr(id.size() - libm.size() - 1), libm + ")");   // the identity names it last
   const std::string other = id.substr(0, id.size() - libm.size() - 1) + "glibc 0.0-test)";   // no host's
-  const std::string dir = ::testing::TempDir() + "/icl_libm_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  const std::string out = dir + "/s.h5";
-  sweep::Spec spec;
-  const sweep::Grid g = tiny_grid(&spec);
+  TinySweep t("libm");
+  const std::string& out = t.out;
+  const sweep::Spec& spec = t.spec;
+  const sweep::Grid& g = t.g;
   ::mkdir((out + ".points").c_str(), 0755);
   std::ofstream(out + ".points/other.log", std::ios::binary)
       << io::encode_point(0, sweep::spec_hash(spec.text), 1.8e9, failed_result("x"), other);
@@ -111,17 +122,16 @@ TEST(SweepOutput, ResumeRefusesTheSameBinaryOnAnotherMathLibrary) {
   const io::File f = io::File::open_read(out);
   EXPECT_EQ(io::get_attr_string(f, "/", "libm"), libm);   // the file names the library that wrote it
   EXPECT_EQ(io::get_attr_string(f, "/", "builds"), other + "\n");
-  std::system(("rm -rf " + dir).c_str());
 }
 
 // `icl-sweep merge` (and the merge after a stopped run) takes every build's rows as they are: it computes
 // nothing, and refusing left OUT.h5 `running` once a run's ranks had written rows of two builds.
 TEST(SweepOutput, MergeTakesTheRowsOfEveryBuild) {
-  const std::string dir = ::testing::TempDir() + "/icl_merge_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  const std::string out = dir + "/s.h5", other = "0.0.1 (git other; flags; glibc 0.0-test)";
-  sweep::Spec spec;
-  const sweep::Grid g = tiny_grid(&spec);
+  TinySweep t("merge");
+  const std::string& out = t.out;
+  const sweep::Spec& spec = t.spec;
+  const sweep::Grid& g = t.g;
+  const std::string other = "0.0.1 (git other; flags; glibc 0.0-test)";
   {
     cli::SweepOutput o(out, g, spec.text);
     cli::OutputOptions opt;
@@ -141,7 +151,6 @@ TEST(SweepOutput, MergeTakesTheRowsOfEveryBuild) {
   const std::string builds = io::get_attr_string(f, "/", "builds");
   EXPECT_NE(builds.find(io::build_identity() + "\n"), std::string::npos) << builds;
   EXPECT_NE(builds.find(other + "\n"), std::string::npos) << builds;
-  std::system(("rm -rf " + dir).c_str());
 }
 
 // A process waiting for the lock whose directory is removed and made again meanwhile (a refused run removes the
@@ -149,14 +158,14 @@ TEST(SweepOutput, MergeTakesTheRowsOfEveryBuild) {
 // locked the new directory beside it, and removed a live merge's temporary as a dead one.  It must hold the
 // directory there now.
 TEST(SweepOutput, ALockWonOnARemovedDirectoryIsTakenOnTheOneThereNow) {
-  const std::string dir = ::testing::TempDir() + "/icl_relock_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  const std::string out = dir + "/s.h5", points = out + ".points";
+  TinySweep t("relock");
+  const std::string& out = t.out;
+  const sweep::Spec& spec = t.spec;
+  const sweep::Grid& g = t.g;
+  const std::string points = out + ".points";
   ASSERT_EQ(::mkdir(points.c_str(), 0755), 0);
   const int holder = ::open(points.c_str(), O_RDONLY | O_DIRECTORY);
   ASSERT_EQ(::flock(holder, LOCK_EX), 0);
-  sweep::Spec spec;
-  const sweep::Grid g = tiny_grid(&spec);
   std::atomic<int> code{-1};
   std::atomic<bool> release{false};
   std::thread waiter([&] {
@@ -177,7 +186,6 @@ TEST(SweepOutput, ALockWonOnARemovedDirectoryIsTakenOnTheOneThereNow) {
   ::close(probe);
   release = true;
   waiter.join();
-  std::system(("rm -rf " + dir).c_str());
 }
 
 // A merge killed before its rename leaves OUT.h5.icl-merge-<hash>-<pid>.tmp.  Under the lock every such file of
@@ -190,21 +198,17 @@ TEST(SweepOutput, KilledMergesTemporariesOfAnySpecAreRemovedUnderTheLock) {
                            "s.h5.icl-merge-00ff00ff00ff00ff-123.tmp.bak", "t.h5.icl-merge-00ff00ff00ff00ff-123.tmp",
                            "s.h5.icl-merge-notes.tmp", "s.h5.icl-merge-", "s.h5"})
     EXPECT_FALSE(cli::is_merge_temporary("s.h5", user)) << user;
-  const std::string dir = ::testing::TempDir() + "/icl_tmp_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  const std::string out = dir + "/s.h5";
+  TinySweep t("tmp");
+  const std::string& out = t.out;
   const std::string other_spec = out + ".icl-merge-00ff00ff00ff00ff-4194304.tmp", user = out + ".icl-merge-notes.tmp";
   for (const std::string& f : {other_spec, user}) std::ofstream(f) << "x";
-  sweep::Spec spec;
-  const sweep::Grid g = tiny_grid(&spec);
   cli::OutputOptions opt;
   opt.force = true;
-  cli::SweepOutput o(out, g, spec.text);
+  cli::SweepOutput o(out, t.g, t.spec.text);
   ASSERT_EQ(o.prepare(opt), 0);
   struct stat st {};
   EXPECT_NE(::stat(other_spec.c_str(), &st), 0) << "another spec's killed merge left its temporary";
   EXPECT_EQ(::stat(user.c_str(), &st), 0) << "a user's file was removed";
-  std::system(("rm -rf " + dir).c_str());
 }
 
 // A slow sweep's rate keeps its digits in units a person reads (18 points in 71 s printed "0 points/s").

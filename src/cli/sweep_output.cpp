@@ -217,16 +217,21 @@ std::string SweepOutput::hash_text() const {
   return text;
 }
 
-// A name only this sweep's merges make: a user's file never matches it.
+// A merge's temporary: OUT.h5 + kMergeInfix + the spec's hash (16 hex digits) + "-" + its pid + kMergeSuffix, a name
+// a user's file never has.
+constexpr char kMergeInfix[] = ".icl-merge-", kMergeSuffix[] = ".tmp";
+
 std::string SweepOutput::temporary() const {
-  return out_ + ".icl-merge-" + hash_text() + "-" + std::to_string(::getpid()) + ".tmp";
+  return out_ + kMergeInfix + hash_text() + "-" + std::to_string(::getpid()) + kMergeSuffix;
 }
 
 // Whether `name` (in OUT.h5's directory) is what temporary() names for OUT.h5 = `base`, of any spec and process.
 bool is_merge_temporary(const std::string& base, const std::string& name) {
-  const std::string stem = base + ".icl-merge-";
-  const size_t hex = stem.size(), dash = hex + 16, digits = dash + 1, end = name.size() >= 4 ? name.size() - 4 : 0;
-  if (name.compare(0, stem.size(), stem) != 0 || end <= digits || name.compare(end, 4, ".tmp") != 0 || name[dash] != '-')
+  const std::string stem = base + kMergeInfix;
+  const size_t tail = sizeof kMergeSuffix - 1, hex = stem.size(), dash = hex + 16, digits = dash + 1;
+  const size_t end = name.size() >= tail ? name.size() - tail : 0;
+  if (name.compare(0, stem.size(), stem) != 0 || end <= digits || name.compare(end, tail, kMergeSuffix) != 0 ||
+      name[dash] != '-')
     return false;
   const auto all = [&](size_t from, size_t to, const char* set) { return name.find_first_not_of(set, from) >= to; };
   return all(hex, dash, "0123456789abcdef") && all(digits, end, "0123456789");
