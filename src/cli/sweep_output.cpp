@@ -428,9 +428,11 @@ bool SweepOutput::lock(bool wait) {
     if (lock_fd_ < 0 && errno == ENOENT) continue;   // removed since the mkdir: make it again
     if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
     if (!acquire(wait)) return false;
+    // The same inode (the held one cannot be reused while this descriptor holds it); link counts are not
+    // compared: some filesystems do not keep a directory's.
     struct stat held {}, there {};
-    if (::fstat(lock_fd_, &held) == 0 && held.st_nlink > 0 && ::stat(dir_.c_str(), &there) == 0 &&
-        held.st_dev == there.st_dev && held.st_ino == there.st_ino)
+    if (::fstat(lock_fd_, &held) == 0 && ::stat(dir_.c_str(), &there) == 0 && held.st_dev == there.st_dev &&
+        held.st_ino == there.st_ino)
       return true;
     ::close(lock_fd_);
     lock_fd_ = -1;
