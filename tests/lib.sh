@@ -44,7 +44,8 @@ kill_job() {
 # and the processes of the job's session found and left (kill_job: a check fails unless none is left).
 # $while_running, if set, is run (eval) in round 2 before the kill: it must not assign this function's
 # variables (out, spec, pid...).  With $after_a_record set, the delay starts
-# once the round has appended something to OUT.points/ (polled up to 20 s): a fast sweep is killed mid-run.
+# once the round has appended something to OUT.points/ (polled every 0.02 s, up to 20 s): a fast sweep is killed
+# mid-run.
 logged_bytes() { cat "$1".points/*.log 2>/dev/null | wc -c; }
 records_of() { "$bin" status "$1" 2>/dev/null | awk '/^records/ {n = $2} END {print n + 0}'; }
 kill_rounds() {
@@ -55,7 +56,7 @@ kill_rounds() {
     setsid mpiexec --oversubscribe -n 2 "$bin" run "$spec" -o "$out" --resume --quiet > "$out.kill$round.log" 2>&1 &
     pid=$!
     if [ -n "${after_a_record:-}" ]; then
-      for _ in $(seq 200); do [ "$(logged_bytes "$out")" -gt "$before" ] && break; sleep 0.1; done
+      for _ in $(seq 1000); do [ "$(logged_bytes "$out")" -gt "$before" ] && break; sleep 0.02; done
     fi
     sleep "$(awk -v s=$RANDOM -v lo="$lo" -v span="$span" 'BEGIN {srand(s); printf "%.2f", lo + span * rand()}')"
     [ $round -eq 2 ] && [ -n "${while_running:-}" ] && eval "$while_running"

@@ -72,7 +72,7 @@ replayed=$("$src/../tools/icl-halving-check" "$dir/full.h5" --replay 400,1200 | 
 [ -n "$live" ] && [ "$live" = "$replayed" ] && ok "icl-halving-check: replay == live sweep ($live)" || fail "replay '$replayed' vs live '$live'"
 
 # kill -9 of the whole job at random moments, three times, then --resume to the end.
-after_a_record=1 kill_rounds "$spec" "$dir/k.h5" 18 0 0.3
+after_a_record=1 kill_rounds "$spec" "$dir/k.h5" 18 0 0.05
 [ $interrupted -ge 1 ] && ok "kill -9 interrupted the halving sweep ($interrupted of 3 rounds mid-run)" || fail "no kill landed mid-run"
 mpi 2 "$bin" run "$spec" -o "$dir/k.h5" --resume --quiet || fail "final resume"
 compare "$dir/r1.h5" "$dir/k.h5" "halving: kill -9 x3 + resume == uninterrupted"
