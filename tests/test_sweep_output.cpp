@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "icl/cli/cli.hpp"
@@ -50,24 +51,26 @@ struct TinySweep {
   ~TinySweep() { std::system(("rm -rf " + dir).c_str()); }
 };
 
+// A resume over a log holding point 0 failed by `build`: refused, then taken with --allow-mixed-builds; returns
+// the output so taken (prepared, holding the lock).
+std::unique_ptr<cli::SweepOutput> resume_over_a_build(const TinySweep& t, const std::string& build) {
+  ::mkdir((t.out + ".points").c_str(), 0755);
+  std::ofstream(t.out + ".points/other.log", std::ios::binary)
+      << io::encode_point(0, sweep::spec_hash(t.spec.text), 1.8e9, failed_result("x"), build);
+  cli::OutputOptions opt;
+  opt.resume = true;
+  EXPECT_EQ(cli::SweepOutput(t.out, t.g, t.spec.text).prepare(opt), cli::kExitUsage) << build;
+  opt.allow_mixed_builds = true;
+  auto o = std::make_unique<cli::SweepOutput>(t.out, t.g, t.spec.text);
+  EXPECT_EQ(o->prepare(opt), 0) << build;
+  return o;
+}
+
 TEST(SweepOutput, ResumeRefusesAnotherBuildUnlessAllowed) {
   TinySweep t("out");
   const std::string& out = t.out;
-  const sweep::Spec& spec = t.spec;
-  const sweep::Grid& g = t.g;
-  ::mkdir((out + ".points").c_str(), 0755);
-  Result r = failed_result("x");
-  std::ofstream(out + ".points/other.log", std::ios::binary)
-      << io::encode_point(0, sweep::spec_hash(spec.text), 1.8e9, r, "0.0.1 (git other; flags)");
-  cli::OutputOptions opt;
-  opt.resume = true;
-  {
-    cli::SweepOutput o(out, g, spec.text);
-    EXPECT_EQ(o.prepare(opt), cli::kExitUsage);
-  }
-  opt.allow_mixed_builds = true;
-  cli::SweepOutput o(out, g, spec.text);
-  EXPECT_EQ(o.prepare(opt), 0);
+  std::unique_ptr<cli::SweepOutput> taken = resume_over_a_build(t, "0.0.1 (git other; flags)");
+  cli::SweepOutput& o = *taken;
   // The best record wins: a retried failure's success replaces it, whatever the order.
   Result good = pending_result();
   good.status = Status::ok;
@@ -102,24 +105,10 @@ TEST(SweepOutput, ResumeRefusesTheSameBinaryOnAnotherMathLibrary) {
   ASSERT_EQ(id.substr(id.size() - libm.size() - 1), libm + ")");   // the identity names it last
   const std::string other = id.substr(0, id.size() - libm.size() - 1) + "glibc 0.0-test)";   // no host's
   TinySweep t("libm");
-  const std::string& out = t.out;
-  const sweep::Spec& spec = t.spec;
-  const sweep::Grid& g = t.g;
-  ::mkdir((out + ".points").c_str(), 0755);
-  std::ofstream(out + ".points/other.log", std::ios::binary)
-      << io::encode_point(0, sweep::spec_hash(spec.text), 1.8e9, failed_result("x"), other);
-  cli::OutputOptions opt;
-  opt.resume = true;
-  {
-    cli::SweepOutput o(out, g, spec.text);
-    EXPECT_EQ(o.prepare(opt), cli::kExitUsage);
-  }
-  opt.allow_mixed_builds = true;
-  cli::SweepOutput o(out, g, spec.text);
-  ASSERT_EQ(o.prepare(opt), 0);
-  o.index(true);
-  o.write("incomplete", {});
-  const io::File f = io::File::open_read(out);
+  std::unique_ptr<cli::SweepOutput> o = resume_over_a_build(t, other);
+  o->index(true);
+  o->write("incomplete", {});
+  const io::File f = io::File::open_read(t.out);
   EXPECT_EQ(io::get_attr_string(f, "/", "libm"), libm);   // the file names the library that wrote it
   EXPECT_EQ(io::get_attr_string(f, "/", "builds"), other + "\n");
 }
