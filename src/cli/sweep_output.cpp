@@ -276,9 +276,9 @@ int SweepOutput::prepare_locked(const OutputOptions& opt) {
   std::remove(merging_marker(dir_).c_str());   // a merge that was killed: the lock is ours now
   // Temporaries of merges into OUT.h5 that were killed, this spec's or another's (a sweep started over with
   // --force): every merge holds the lock, so no one is writing them now, and the logs hold what they held.
-  const std::string parent = parent_of(out_);
+  const std::string parent = parent_of(out_), base = base_of(out_);
   for (const std::string& name : entries(parent))
-    if (is_merge_temporary(base_of(out_), name)) std::remove((parent + "/" + name).c_str());
+    if (is_merge_temporary(base, name)) std::remove((parent + "/" + name).c_str());
 
   remove_live_files(dir_);   // a killed run's: its points are not in flight
   if (opt.force) {   // the sweep's own files only: whatever else a user keeps in OUT.h5.points/ stays

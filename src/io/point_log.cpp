@@ -129,13 +129,16 @@ IoError io_error(const std::string& what, const std::string& path) {
   return IoError(what + " " + path + ": " + std::strerror(errno));
 }
 
-std::string build_identity() {
-  return std::string(build::version) + " (git " + build::git_revision + "; " + build::flags + "; " + libm_identity() + ")";
+std::string build_identity() {   // fixed for the process: made once (every record names it)
+  static const std::string id =
+      std::string(build::version) + " (git " + build::git_revision + "; " + build::flags + "; " + libm_identity() + ")";
+  return id;
 }
 
 std::string libm_identity() {
 #if defined(__GLIBC__)
-  return std::string("glibc ") + gnu_get_libc_version();
+  static const std::string id = std::string("glibc ") + gnu_get_libc_version();
+  return id;
 #else
   return "libm unknown";
 #endif
