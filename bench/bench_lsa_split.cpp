@@ -59,8 +59,8 @@ int run(int d, bool time_products) {
       for (int l = 0; l < kLayers; ++l) {
         gram<FixedD>(D, N, n, Z[l].data(), C[l].data());
         matmul_rows<FixedD, false>(D, C[l].data(), D, 1, Q.data(), CQ[l].data());
-        matmul_rows<FixedD, true>(D, Pc.data(), D, 1, CQ[l].data(), K[l].data());
-        if (l < kLayers - 1) apply_columns<FixedD, true>(D, N, N, K[l].data(), D, 1, Z[l].data(), Z[l + 1].data());
+        matmul_rows<FixedD, false>(D, Pc.data(), D, 1, CQ[l].data(), K[l].data());
+        if (l < kLayers - 1) apply_columns<FixedD, ProductInit::x>(D, N, N, K[l].data(), D, 1, Z[l].data(), Z[l + 1].data());
         else readout_entry(D, N, n, K[l].data(), Z[l].data(), Z[l + 1].data());   // the readout layer (K whole at l > 0)
       }
       for (int l = kLayers - 1; l >= 0; --l) {
@@ -70,14 +70,15 @@ int run(int d, bool time_products) {
           readout_head(D, dK.data(), CQ[l].data(), Pc.data(), dPc[l].data(), dCQ.data());
         } else {
           outer_sum<FixedD>(D, N, G.data(), Z[l].data(), dK.data());
-          if (l > 0) apply_columns<FixedD, true>(D, N, N, K[l].data(), 1, D, G.data(), dZ.data());
+          if (l > 0) apply_columns<FixedD, ProductInit::x>(D, N, N, K[l].data(), 1, D, G.data(), dZ.data());
           add_matmul_bt<FixedD>(D, dK.data(), CQ[l].data(), dPc[l].data());
           matmul_rows<FixedD, false>(D, Pc.data(), 1, D, dK.data(), dCQ.data());
         }
         matmul_rows<FixedD, true>(D, C[l].data(), D, 1, dCQ.data(), dQ[l].data());
         if (l == 0) continue;   // params_backward: no input gradient
         add_matmul_bt<FixedD>(D, dCQ.data(), Q.data(), dC.data());
-        apply_columns<FixedD, false>(D, N, n, dC.data(), D, 1, Z[l].data(), dZ.data());
+        if (l == kLayers - 1) apply_columns<FixedD, ProductInit::zero>(D, N, n, dC.data(), D, 1, Z[l].data(), dZ.data());
+        else apply_columns<FixedD, ProductInit::out>(D, N, n, dC.data(), D, 1, Z[l].data(), dZ.data());
       }
     }
   };

@@ -145,10 +145,13 @@ void check_kernels(uint64_t seed) {
       matmul_rows<decltype(F)::value, true, KB, P>(D, W.data(), a_row, a_col, A.data(), out);
     });
     both("apply_columns, residual", Y, [&](auto F, L* out) {
-      apply_columns<decltype(F)::value, true, KB, P>(D, N, N, A.data(), a_row, a_col, X.data(), out);
+      apply_columns<decltype(F)::value, ProductInit::x, KB, P>(D, N, N, A.data(), a_row, a_col, X.data(), out);
     });
     both("apply_columns +=, context columns", Y, [&](auto F, L* out) {
-      apply_columns<decltype(F)::value, false, KB, P>(D, N, n, A.data(), a_row, a_col, X.data(), out);
+      apply_columns<decltype(F)::value, ProductInit::out, KB, P>(D, N, n, A.data(), a_row, a_col, X.data(), out);
+    });
+    both("apply_columns =, context columns", Y, [&](auto F, L* out) {
+      apply_columns<decltype(F)::value, ProductInit::zero, KB, P>(D, N, n, A.data(), a_row, a_col, X.data(), out);
     });
   }
   both("add_matmul_bt (lanes)", B,

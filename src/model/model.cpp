@@ -99,15 +99,17 @@ void linear_forward(const LayerDims& dims, const LayerWeights<T>& w, const Lane<
   const bool row = outputs == Outputs::readout;
   // C = Z M Z^T = sum_{j<n} z_j z_j^T
   gram<FixedD>(D, N, n, Z, C);
-  // K = sum_h Pc_h CQ_h,  CQ_h = C Q_h
-  for (int x = row ? DD - D : 0; x < DD; ++x) K[x] = L{};
+  // K = sum_h Pc_h CQ_h,  CQ_h = C Q_h (the first head's sums start from +0: the bits of += on a zeroed K)
+  if (row)
+    for (int x = DD - D; x < DD; ++x) K[x] = L{};
   for (int h = 0; h < H; ++h) {
     matmul_rows<FixedD, false>(D, C, D, 1, Q + h * DD, CQ + h * DD);
     if (row) readout_row(D, Pc + h * DD, CQ + h * DD, K);
+    else if (h == 0) matmul_rows<FixedD, false>(D, Pc, D, 1, CQ, K);
     else matmul_rows<FixedD, true>(D, Pc + h * DD, D, 1, CQ + h * DD, K);
   }
   // Z' = Z + K Z
-  if (outputs == Outputs::all) apply_columns<FixedD, true>(D, N, N, K, D, 1, Z, Zout);
+  if (outputs == Outputs::all) apply_columns<FixedD, ProductInit::x>(D, N, N, K, D, 1, Z, Zout);
   else readout_entry(D, N, n, K, Z, Zout);
 }
 
@@ -128,9 +130,10 @@ void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane
   // dK = G Z^T                                      <- Z' = Z + K Z
   if (readout) readout_outer_sum(D, N, G, Z, dK);
   else outer_sum<FixedD>(D, N, G, Z, dK);
-  // dZ = G + K^T G
+  // dZ = G + K^T G (with `readout`, its column n: the context columns are +0 here, and the last product below
+  // writes them from +0)
   if (dZ && readout) readout_residual(D, N, n, K, G, dZ);
-  else if (dZ) apply_columns<FixedD, true>(D, N, N, K, 1, D, G, dZ);
+  else if (dZ) apply_columns<FixedD, ProductInit::x>(D, N, N, K, 1, D, G, dZ);
   if (dZ)
     for (int x = 0; x < DD; ++x) dC[x] = L{};
   for (int h = 0; h < H; ++h) {
@@ -150,7 +153,8 @@ void linear_backward(const LayerDims& dims, const LayerWeights<T>& w, const Lane
   L* const dC_sym = dK;
   for (int i = 0; i < D; ++i)
     for (int k = 0; k < D; ++k) dC_sym[i * D + k] = dC[i * D + k] + dC[k * D + i];
-  apply_columns<FixedD, false>(D, N, n, dC_sym, D, 1, Z, dZ);
+  if (readout) apply_columns<FixedD, ProductInit::zero>(D, N, n, dC_sym, D, 1, Z, dZ);
+  else apply_columns<FixedD, ProductInit::out>(D, N, n, dC_sym, D, 1, Z, dZ);
 }
 
 template <class T>
@@ -414,7 +418,14 @@ void LaneModel<T>::backward(const L& dyhat, bool input_grad) {
   Impl& m = *impl_;
   ICL_CHECK(m.whole || (!input_grad && m.next != Next::nothing));
   const int D = m.D, N = m.N, n = m.n, H = m.H;
-  for (auto& g : m.G) g = L{};
+  // G = dL/dZ_L = -dyhat at the readout, +0 elsewhere.  Training's readout layer reads G's row d and column n
+  // alone (readout_outer_sum, readout_residual), unless a clip's mask reads all of it first.
+  if (!input_grad && !m.softmax && !(m.act_clip > 0)) {
+    for (int j = 0; j < N; ++j) m.G[(D - 1) * N + j] = L{};
+    for (int i = 0; i < D; ++i) m.G[i * N + n] = L{};
+  } else {
+    for (auto& g : m.G) g = L{};
+  }
   m.G[(D - 1) * N + n] = -dyhat;   // yhat = -Z_L[d, n]
   const LayerDims dims = m.dims();
   for (int l = m.layers - 1; l >= 0; --l) {

@@ -161,17 +161,17 @@ __attribute__((always_inline)) inline void add_matmul_bt(int D_, const L* A, con
 }
 
 // Columns j < cols of X (D x N lanes) through M (D x D lanes), a block of P columns held in registers (each
-// value of M read once for the P columns):
-//   kResidual:  out[:, j]  = X[:, j] + M X[:, j]
-//   otherwise:  out[:, j] += M X[:, j]
+// value of M read once for the P columns), each sum started as lane_product's ProductInit says:
+//   ProductInit::x:     out[:, j]  = X[:, j] + M X[:, j]
+//   ProductInit::out:   out[:, j] += M X[:, j]
+//   ProductInit::zero:  out[:, j]  = M X[:, j]   (from +0: the bits of += on an out of +0)
 // M(i, k) = M[i * m_row + k * m_col] (m_row = D, m_col = 1: M as stored; 1, D: its transpose).  out and X
 // must not overlap (a later block reads X after out is written).
-template <int FixedD, bool kResidual, int KB = kRowBlock, int P0 = 0, class L>
+template <int FixedD, ProductInit kInit, int KB = kRowBlock, int P0 = 0, class L>
 __attribute__((always_inline)) inline void apply_columns(int D_, int N, int cols, const L* M, int m_row, int m_col,
                                                          const L* X, L* out) {
   if constexpr (FixedD == 0) {
-    lane_product(LaneProduct<L, L, L>{D_, cols, D_, M, m_row, m_col, X, N, 1, out, N,
-                                      kResidual ? ProductInit::x : ProductInit::out, X});
+    lane_product(LaneProduct<L, L, L>{D_, cols, D_, M, m_row, m_col, X, N, 1, out, N, kInit, X});
   } else {
     constexpr int D = FixedD;
     constexpr int P = columns_at_once(P0, D, KB);
@@ -193,7 +193,10 @@ __attribute__((always_inline)) inline void apply_columns(int D_, int N, int cols
           for (int i = 0; i < D; ++i) {
             R acc[CP];
 #pragma GCC unroll 16
-            for (int c = 0; c < CP; ++c) acc[c] = kResidual && K0 == 0 ? Xh[i * N + j + c] : Oh[i * N + j + c];
+            for (int c = 0; c < CP; ++c)
+              acc[c] = K0 > 0 || kInit == ProductInit::out ? Oh[i * N + j + c]
+                       : kInit == ProductInit::x           ? Xh[i * N + j + c]
+                                                           : R{};
 #pragma GCC unroll 16
             for (int k = 0; k < KN; ++k) {
               const R m = CP > 1 ? in_register(Mh[i * m_row + (K0 + k) * m_col]) : Mh[i * m_row + (K0 + k) * m_col];
@@ -326,7 +329,7 @@ inline void readout_row(int D, const T* Pc, const L* CQ, L* K) {
   }
 }
 
-// Z'[r, n] = Z[r, n] + K[r, :] Z[:, n], as apply_columns<kResidual = true> sums it.
+// Z'[r, n] = Z[r, n] + K[r, :] Z[:, n], as apply_columns<ProductInit::x> sums it.
 template <class L>
 inline void readout_entry(int D, int N, int n, const L* K, const L* Z, L* Zout) {
   const int r = D - 1;
@@ -382,10 +385,10 @@ inline void column_residual(int D, const L* K, const L* g, L* out, int stride) {
   }
 }
 
-// dZ = G + K^T G: column n as apply_columns sums it, the other columns +0.
+// dZ = G + K^T G: column n as apply_columns sums it.  The other columns, +0 in the dense kernel, are not
+// written: the layer's backward writes them last, from +0 (apply_columns<ProductInit::zero>).
 template <class L>
 inline void readout_residual(int D, int N, int n, const L* K, const L* G, L* dZ) {
-  for (int x = 0; x < D * N; ++x) dZ[x] = L{};
   column_residual(D, K, G + n, dZ + n, N);
 }
 
