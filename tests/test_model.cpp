@@ -131,8 +131,12 @@ void lean_passes_match(const Point& p) {
   for (int k = 0; k < kPasses; ++k) {
     LaneModel<T> model(model_shape(p));
     model.set_weights(P.data(), Q.data());
-    model.zero_grad();
     LaneVec<T> yhat(p.layers), dx(p.d);
+    // First a whole pass on the last chunk, so that every buffer (the gradients G and dZ of both parities, the
+    // layers' outputs, the caches) holds another pass's values: a lean pass reads none of what it does not write.
+    model.model_forward(batch.chunk_Z(batch.chunks - 1), yhat.data(), Next::model_backward);
+    model.model_backward(Lane<T>{} - static_cast<T>(0.7));
+    model.zero_grad();
     for (int c = 0; c < batch.chunks; ++c) {
       model.model_forward(batch.chunk_Z(c), yhat.data(), passes[k].forward);
       for (const Lane<T>& y : yhat)
