@@ -385,8 +385,8 @@ inline void readout_outer_sum(int D, int N, const L* G, const L* Z, L* dK) {
   }
 }
 
-// dz = g + K^T g for one column g of G (D lanes, `stride` apart; out alike): that column of apply_columns'
-// dZ = G + K^T G, the same sums.
+// dz = g + K^T g for one column g of G (D lanes, `stride` apart; out alike, not overlapping g): that column of
+// apply_columns' dZ = G + K^T G, the same sums.
 template <class L>
 inline void column_residual(int D, const L* K, const L* g, L* out, int stride) {
   for (int h = 0; h < kLaneParts; ++h) {
