@@ -202,7 +202,7 @@ void used_pairs(int mp, int q0, int q1, F f) {
 // Sampler v2's normals of a chunk (data/normals.hpp), in place: first every pair's two 24-bit integers into
 // G[q] and G[mp + q] (their bits), then the kernel over them, a register part at a time.  The pairs are
 // independent, so the kernel's long dependency chains of successive pairs overlap in the core.
-static void normals_v2_lanes(const uint64_t* keys, int mp, int q0, int q1, Lane<float>* G) {
+static void normals_v2_lanes(const uint64_t* keys, int mp, int q0, int q1, const NormalsOut<float>& out) {
   constexpr int V = kLanes<float>;
   using F = Register<float>;
   using I = Register<int32_t>;
@@ -213,25 +213,27 @@ static void normals_v2_lanes(const uint64_t* keys, int mp, int q0, int q1, Lane<
       b1[v] = static_cast<int32_t>(b >> 40);
       b2[v] = static_cast<int32_t>((b >> 8) & 0xffffffu);
     }
-    std::memcpy(static_cast<void*>(G + q), b1, sizeof b1);
-    std::memcpy(static_cast<void*>(G + mp + q), b2, sizeof b2);
+    std::memcpy(static_cast<void*>(out.G + q), b1, sizeof b1);
+    std::memcpy(static_cast<void*>(out.G + mp + q), b2, sizeof b2);
   });
   used_pairs(mp, q0, q1, [&](int q) {
+    Lane<float>* const c = out.at(q);
+    Lane<float>* const s = out.at(mp + q);
     for (int h = 0; h < kLaneParts; ++h) {
-      F& zc = part(G + q, h)[0];
-      F& zs = part(G + mp + q, h)[0];
-      normals_v2::box_muller<F, I>(normals_v2::bits_as<I>(zc), normals_v2::bits_as<I>(zs), &zc, &zs);
+      const F bc = part(out.G + q, h)[0], bs = part(out.G + mp + q, h)[0];
+      normals_v2::box_muller<F, I>(normals_v2::bits_as<I>(bc), normals_v2::bits_as<I>(bs), &part(c, h)[0],
+                                   &part(s, h)[0]);
     }
   });
 }
 
 template <class T>
-void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G, int unused_begin, int unused_end) {
+void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, NormalsOut<T> out, int unused_begin, int unused_end) {
   const int q0 = std::clamp(unused_begin, 0, mp), q1 = std::max(q0, std::min(unused_end, mp));
-  for (int q = q0; q < q1; ++q) G[q] = G[mp + q] = Lane<T>{} + std::numeric_limits<T>::quiet_NaN();
+  for (int q = q0; q < q1; ++q) *out.at(q) = *out.at(mp + q) = Lane<T>{} + std::numeric_limits<T>::quiet_NaN();
   if constexpr (sizeof(T) == 4)
-    if (sampler == Sampler::v2) return normals_v2_lanes(keys, mp, q0, q1, G);
-  used_pairs(mp, q0, q1, [&](int q) { box_muller_lanes<T>(keys, q, G + q, G + mp + q); });
+    if (sampler == Sampler::v2) return normals_v2_lanes(keys, mp, q0, q1, out);
+  used_pairs(mp, q0, q1, [&](int q) { box_muller_lanes<T>(keys, q, out.at(q), out.at(mp + q)); });
 }
 
 // sample_tasks in stages, one chunk of V tasks at a time (the contract in data.hpp, step by step).
@@ -284,8 +286,9 @@ void draw_w(const TaskLaw& law, Chunk<T>& k) {
 template <class T>
 using XSampler = void (*)(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z);
 
-// Gaussian, x = Sigma_half g (or g itself), a register part at a time (a 64-byte lane held as a value lives
-// in memory on narrower targets: simd.hpp).
+// Gaussian, x = Sigma_half g, a register part at a time (a 64-byte lane held as a value lives in memory on
+// narrower targets: simd.hpp).  Without Sigma_half x is g itself, which chunk_normals writes to the tokens
+// (x_is_normals).
 template <class T>
 void x_gaussian(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
   const int d = k.d, N = k.N;
@@ -294,10 +297,6 @@ void x_gaussian(const TaskLaw& law, const Chunk<T>& k, Lane<T>* Z) {
     const auto x = part(Z, h);
     for (int j = 0; j < N; ++j)
       for (int i = 0; i < d; ++i) {
-        if (law.Sigma_half.size() == 0) {
-          x[i * N + j] = g[j * d + i];
-          continue;
-        }
         Register<T> acc{};
         for (int m = 0; m < d; ++m) acc += static_cast<T>(law.Sigma_half(i, m)) * g[j * d + m];
         x[i * N + j] = acc;
@@ -378,6 +377,12 @@ void x_other(const TaskLaw&, const Chunk<T>& k, Lane<T>* Z) {
 
 // Whether the law's input sampler reads the normals g_x (every one but the uniform inputs').
 bool x_reads_normals(const TaskLaw& law) { return law.other_inputs || law.x_dist != XDist::uniform; }
+
+// Whether the inputs are the normals g_x themselves (Gaussian, identity covariance): chunk_normals then writes
+// them to the tokens, and no input sampler runs.
+bool x_is_normals(const TaskLaw& law) {
+  return !law.other_inputs && law.x_dist == XDist::gaussian && law.Sigma_half.size() == 0 && law.task_spectrum.size() == 0;
+}
 
 // Whether the labels read the noise normals eps: not for a noiseless linear task, whose y_j = l_j + 0 eps_j
 // is l_j bit for bit (l_j is a sum from +0 of fused products, never -0, so l_j + (+-0) = l_j).
@@ -473,13 +478,14 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
   // The pairs whose both normals are g_x's (q >= d and mp + q < d + N d), when nothing reads them; with
   // noiseless labels as well every pair past w's (q >= d: its sine mp + q >= d is a g_x or an eps).
   const int unused_end = x_reads_normals(law) ? 0 : labels_read_noise(law) ? d + N * d - mp : mp;
+  const bool in_place = x_is_normals(law);
   for (int c = 0; c < batch.chunks; ++c) {
     k.live = std::min(V, batch.B - c * V);
     chunk_keys(law, seed, stream, block, c, k);
-    chunk_normals<T>(law.sampler, k.keys, mp, k.G, d, unused_end);
-    draw_w(law, k);
     Lane<T>* Z = batch.Z.data() + static_cast<size_t>(c) * (d + 1) * N;
-    draw_x(law, k, Z);
+    chunk_normals<T>(law.sampler, k.keys, mp, NormalsOut<T>{k.G, in_place ? Z : nullptr, d, N}, d, unused_end);
+    draw_w(law, k);
+    if (!in_place) draw_x(law, k, Z);
     draw_sigma(law, c, k, batch);
     if (law.x_scale != 1.0)
       for (int x = 0; x < d * N; ++x) Z[x] *= static_cast<T>(law.x_scale);
@@ -504,8 +510,8 @@ template struct TaskBatch<float>;
 template struct TaskBatch<double>;
 template void sample_tasks<float>(const TaskLaw&, uint64_t, Stream, uint64_t, TaskBatch<float>&);
 template void sample_tasks<double>(const TaskLaw&, uint64_t, Stream, uint64_t, TaskBatch<double>&);
-template void chunk_normals<float>(Sampler, const uint64_t*, int, Lane<float>*, int, int);
-template void chunk_normals<double>(Sampler, const uint64_t*, int, Lane<double>*, int, int);
+template void chunk_normals<float>(Sampler, const uint64_t*, int, NormalsOut<float>, int, int);
+template void chunk_normals<double>(Sampler, const uint64_t*, int, NormalsOut<double>, int, int);
 template void batch_task<float>(const TaskBatch<float>&, int, Eigen::MatrixXd*, Eigen::VectorXd*);
 template void batch_task<double>(const TaskBatch<double>&, int, Eigen::MatrixXd*, Eigen::VectorXd*);
 

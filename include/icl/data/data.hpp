@@ -139,12 +139,32 @@ T sine_label(double u, T x) {
   return static_cast<T>(sine_amplitude(u) * std::sin(fused_madd(3.14159265358979323846, u, static_cast<double>(x))));
 }
 
-// Contract step 1 for a chunk of kLanes<T> tasks with these keys: pair q's normals to G[q] (cosine) and
-// G[mp + q] (sine), by `sampler` (v2 for float only; double draws as v1).  The pairs in [unused_begin,
-// unused_end), which nothing of the law reads, are not computed: their lanes are set to NaN.  A pair's
-// normals depend only on its key and q, so the others keep their bits.
+// Where chunk_normals puts normal t (pair t's cosine for t < mp, pair t - mp's sine after): G[t]; with X, the
+// inputs' normals t = d + j d + i (i < d, j < N) go to X[i N + j] instead, the chunk's tokens, where the
+// identity Gaussian inputs (x_is_normals) are those normals themselves.  G is the chunk's whole scratch of 2 mp
+// lanes either way (the integers the normals are made from pass through it).
 template <class T>
-void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G, int unused_begin = 0, int unused_end = 0);
+struct NormalsOut {
+  Lane<T>* G;
+  Lane<T>* X = nullptr;
+  int d = 0, N = 0;
+  Lane<T>* at(int t) const {
+    const int u = t - d;
+    return X && u >= 0 && u < N * d ? X + (u % d) * N + u / d : G + t;
+  }
+};
+
+// Contract step 1 for a chunk of kLanes<T> tasks with these keys: pair q's normals to G[q] (cosine) and
+// G[mp + q] (sine), or where `out` puts them, by `sampler` (v2 for float only; double draws as v1).  The pairs
+// in [unused_begin, unused_end), which nothing of the law reads, are not computed: their lanes are set to NaN.
+// A pair's normals depend only on its key and q, so the others keep their bits.
+template <class T>
+void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, NormalsOut<T> out, int unused_begin = 0,
+                   int unused_end = 0);
+template <class T>
+void chunk_normals(Sampler sampler, const uint64_t* keys, int mp, Lane<T>* G, int unused_begin = 0, int unused_end = 0) {
+  chunk_normals<T>(sampler, keys, mp, NormalsOut<T>{G}, unused_begin, unused_end);
+}
 
 template <class T>
 void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t block, TaskBatch<T>& batch);
