@@ -388,8 +388,11 @@ bool x_is_normals(const TaskLaw& law) {
 // is l_j bit for bit (l_j is a sum from +0 of fused products, never -0, so l_j + (+-0) = l_j).
 bool labels_read_noise(const TaskLaw& law) { return law.noise != NoiseKind::none || law.task == Task::sine; }
 
+// The law's input sampler; none where the inputs are the normals themselves (x_is_normals: chunk_normals
+// writes them to the tokens).
 template <class T>
 XSampler<T> x_sampler(const TaskLaw& law) {
+  if (x_is_normals(law)) return nullptr;
   if (law.other_inputs) return x_other<T>;
   switch (law.x_dist) {
     case XDist::gaussian: return law.task_spectrum.size() ? x_gaussian_per_task<T> : x_gaussian<T>;
@@ -478,14 +481,13 @@ void sample_tasks(const TaskLaw& law, uint64_t seed, Stream stream, uint64_t blo
   // The pairs whose both normals are g_x's (q >= d and mp + q < d + N d), when nothing reads them; with
   // noiseless labels as well every pair past w's (q >= d: its sine mp + q >= d is a g_x or an eps).
   const int unused_end = x_reads_normals(law) ? 0 : labels_read_noise(law) ? d + N * d - mp : mp;
-  const bool in_place = x_is_normals(law);
   for (int c = 0; c < batch.chunks; ++c) {
     k.live = std::min(V, batch.B - c * V);
     chunk_keys(law, seed, stream, block, c, k);
     Lane<T>* Z = batch.Z.data() + static_cast<size_t>(c) * (d + 1) * N;
-    chunk_normals<T>(law.sampler, k.keys, mp, NormalsOut<T>{k.G, in_place ? Z : nullptr, d, N}, d, unused_end);
+    chunk_normals<T>(law.sampler, k.keys, mp, NormalsOut<T>{k.G, draw_x ? nullptr : Z, d, N}, d, unused_end);
     draw_w(law, k);
-    if (!in_place) draw_x(law, k, Z);
+    if (draw_x) draw_x(law, k, Z);
     draw_sigma(law, c, k, batch);
     if (law.x_scale != 1.0)
       for (int x = 0; x < d * N; ++x) Z[x] *= static_cast<T>(law.x_scale);

@@ -319,6 +319,23 @@ __attribute__((always_inline)) inline void outer_sum(int D_, int N, const L* A, 
 // column_residual took 4.1% of a d = 10 training step).  Each sum keeps its terms and their order.
 inline constexpr int kChains = 8;
 
+// out(c, start(c) + sum_{m < M} term(m, c)) for c < count, the sums of kChains outputs side by side, each in the
+// order m = 0..M-1.  R: the register the sums are kept in.
+template <class R, class Start, class Term, class Out>
+__attribute__((always_inline)) inline void chained_sums(int count, int M, Start start, Term term, Out out) {
+  for_groups<kChains>(count, [&](int k, auto kn) __attribute__((always_inline)) {
+    constexpr int KN = kn;
+    R acc[KN];
+#pragma GCC unroll 16
+    for (int c = 0; c < KN; ++c) acc[c] = start(k + c);
+    for (int m = 0; m < M; ++m)
+#pragma GCC unroll 16
+      for (int c = 0; c < KN; ++c) acc[c] += term(m, k + c);
+#pragma GCC unroll 16
+    for (int c = 0; c < KN; ++c) out(k + c, acc[c]);
+  });
+}
+
 // K[r, :] += Pc[r, :] CQ, as matmul_rows<kAccumulate = true> sums it.
 template <class T, class L>
 inline void readout_row(int D, const T* Pc, const L* CQ, L* K) {
@@ -327,17 +344,9 @@ inline void readout_row(int D, const T* Pc, const L* CQ, L* K) {
     const auto CQh = part(CQ, h);
     const auto Kh = part(K, h);
     using R = PartElement<decltype(Kh)>;
-    for_groups<kChains>(D, [&](int k, auto kn) __attribute__((always_inline)) {
-      constexpr int KN = kn;
-      R acc[KN];
-#pragma GCC unroll 16
-      for (int c = 0; c < KN; ++c) acc[c] = Kh[r * D + k + c];
-      for (int m = 0; m < D; ++m)
-#pragma GCC unroll 16
-        for (int c = 0; c < KN; ++c) acc[c] += Pc[r * D + m] * CQh[m * D + k + c];
-#pragma GCC unroll 16
-      for (int c = 0; c < KN; ++c) Kh[r * D + k + c] = acc[c];
-    });
+    chained_sums<R>(
+        D, D, [&](int k) { return Kh[r * D + k]; }, [&](int m, int k) { return Pc[r * D + m] * CQh[m * D + k]; },
+        [&](int k, R v) { Kh[r * D + k] = v; });
   }
 }
 
@@ -373,15 +382,9 @@ inline void readout_outer_sum(int D, int N, const L* G, const L* Z, L* dK) {
     const auto Gh = part(G, h), Zh = part(Z, h);
     const auto Oh = part(dK, h);
     using R = PartElement<decltype(Oh)>;
-    for_groups<kChains>(D, [&](int k, auto kn) __attribute__((always_inline)) {
-      constexpr int KN = kn;
-      R acc[KN] = {};
-      for (int j = 0; j < N; ++j)
-#pragma GCC unroll 16
-        for (int c = 0; c < KN; ++c) acc[c] += Gh[r * N + j] * Zh[(k + c) * N + j];
-#pragma GCC unroll 16
-      for (int c = 0; c < KN; ++c) Oh[r * D + k + c] = acc[c];
-    });
+    chained_sums<R>(
+        D, N, [](int) { return R{}; }, [&](int j, int k) { return Gh[r * N + j] * Zh[k * N + j]; },
+        [&](int k, R v) { Oh[r * D + k] = v; });
   }
 }
 
@@ -393,17 +396,9 @@ inline void column_residual(int D, const L* K, const L* g, L* out, int stride) {
     const auto Kh = part(K, h), gh = part(g, h);
     const auto Oh = part(out, h);
     using R = PartElement<decltype(Oh)>;
-    for_groups<kChains>(D, [&](int i, auto kn) __attribute__((always_inline)) {
-      constexpr int KN = kn;
-      R acc[KN];
-#pragma GCC unroll 16
-      for (int c = 0; c < KN; ++c) acc[c] = gh[(i + c) * stride];
-      for (int m = 0; m < D; ++m)
-#pragma GCC unroll 16
-        for (int c = 0; c < KN; ++c) acc[c] += Kh[m * D + i + c] * gh[m * stride];
-#pragma GCC unroll 16
-      for (int c = 0; c < KN; ++c) Oh[(i + c) * stride] = acc[c];
-    });
+    chained_sums<R>(
+        D, D, [&](int i) { return gh[i * stride]; }, [&](int m, int i) { return Kh[m * D + i] * gh[m * stride]; },
+        [&](int i, R v) { Oh[i * stride] = v; });
   }
 }
 
@@ -422,17 +417,9 @@ inline void readout_head(int D, const L* dK, const L* CQ, const T* Pc, L* dPc, L
     const auto dKh = part(dK, h), CQh = part(CQ, h);
     const auto dPch = part(dPc, h), dCQh = part(dCQ, h);
     using R = PartElement<decltype(dPch)>;
-    for_groups<kChains>(D, [&](int m, auto kn) __attribute__((always_inline)) {
-      constexpr int KN = kn;
-      R acc[KN];
-#pragma GCC unroll 16
-      for (int c = 0; c < KN; ++c) acc[c] = dPch[r * D + m + c];
-      for (int k = 0; k < D; ++k)
-#pragma GCC unroll 16
-        for (int c = 0; c < KN; ++c) acc[c] += dKh[r * D + k] * CQh[(m + c) * D + k];
-#pragma GCC unroll 16
-      for (int c = 0; c < KN; ++c) dPch[r * D + m + c] = acc[c];
-    });
+    chained_sums<R>(
+        D, D, [&](int m) { return dPch[r * D + m]; }, [&](int k, int m) { return dKh[r * D + k] * CQh[m * D + k]; },
+        [&](int m, R v) { dPch[r * D + m] = v; });
     for (int i = 0; i < D; ++i) {
       const T p = Pc[r * D + i];
       for (int k = 0; k < D; ++k) {
