@@ -199,8 +199,9 @@ void used_pairs(int mp, int q0, int q1, F f) {
   for (int q = q1; q < mp; ++q) f(q);
 }
 
-// Sampler v2's normals of a chunk (data/normals.hpp), in place: first every pair's two 24-bit integers into
-// G[q] and G[mp + q] (their bits), then the kernel over them, a register part at a time.  The pairs are
+// Sampler v2's normals of a chunk (data/normals.hpp): first every pair's two 24-bit integers into G[q] and
+// G[mp + q] (their bits), then the kernel over them, a register part at a time, each pair's two normals to where
+// `out` puts them (G[q] and G[mp + q] themselves, or the tokens).  The pairs are
 // independent, so the kernel's long dependency chains of successive pairs overlap in the core.
 static void normals_v2_lanes(const uint64_t* keys, int mp, int q0, int q1, const NormalsOut<float>& out) {
   constexpr int V = kLanes<float>;
