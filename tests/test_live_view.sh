@@ -50,9 +50,9 @@ wait "$pid"; rc=$?
 pid=
 
 # 3. The rate of a resumed sweep is the latest run's: the 25 s it lay stopped used to dilute it (0.19
-#    points/s shown for 1.8, ETA 46 s for 5).  Half-second points: the latest run makes > 0.3 points/s
-#    even on a loaded machine, the diluted rate ~0.15.
-setsid "$bin" run "$src/specs/sweep_stop.ini" -o "$dir/e.h5" --quiet > "$dir/e.log" 2>&1 &
+#    points/s shown for 1.8, ETA 46 s for 5).  Points of 0.3 s (tests/specs/sweep_rate.ini): the latest
+#    run makes > 1 point/s even on a loaded machine, the diluted rate < 0.3.
+setsid "$bin" run "$src/specs/sweep_rate.ini" -o "$dir/e.h5" --quiet > "$dir/e.log" 2>&1 &
 pid=$!
 for _ in $(seq 100); do   # two records before the stop: the earlier run's span is in the logs
   [ "$(records_of "$dir/e.h5")" -ge 2 ] && break
@@ -61,7 +61,7 @@ done
 kill -TERM "$pid"; wait "$pid"
 pid=
 sleep 25
-setsid "$bin" run "$src/specs/sweep_stop.ini" -o "$dir/e.h5" --quiet --resume > "$dir/e2.log" 2>&1 &
+setsid "$bin" run "$src/specs/sweep_rate.ini" -o "$dir/e.h5" --quiet --resume > "$dir/e2.log" 2>&1 &
 pid=$!
 before=$(records_of "$dir/e.h5") rate=
 for _ in $(seq 100); do   # the rate once the latest run stored three records and they span a second: the
