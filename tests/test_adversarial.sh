@@ -101,6 +101,27 @@ wait $late; rc=$?
   || fail "two racing new runs: the later exited $rc ($(cat "$dir/race.out")), file $( [ "$(md5sum < "$dir/race.h5")" = "$before" ] && echo kept || echo replaced)"
 compare "$dir/ref.h5" "$dir/race.h5" "two racing new runs: the finished result == uninterrupted"
 
+# 3c. A run on another node as this node sees it on NFS, where a directory's flock is each node's own and only the
+#     lock on the file OUT.h5.points/lock is the server's: that lock alone, held here by flock(1).  status calls
+#     the sweep running, --resume and --force are refused (exit 75) and change nothing.  Locked on the directory
+#     alone, status said "not running" and `run --force` on a login node deleted a running job's logs.
+run1 "$spec" -o "$dir/nfs.h5" || fail "the sweep for the other node's lock"
+sums() { cat "$dir/nfs.h5" "$dir/nfs.h5.points"/*.log | md5sum; }
+before=$(sums)
+flock -o "$dir/nfs.h5.points/lock" sleep 60 >/dev/null 2>&1 &   # -o: flock alone holds it, not sleep
+holder=$!
+for _ in $(seq 100); do flock -n "$dir/nfs.h5.points/lock" true || break; sleep 0.05; done
+st=$("$bin" status "$dir/nfs.h5" 2>/dev/null | grep '^sweep')
+grep -q "(running" <<<"$st" && ok "status beside another node's lock: '$st'" || fail "status beside another node's lock: '$st'"
+for flag in --resume --force; do
+  out=$(run1 "$spec" -o "$dir/nfs.h5" $flag 2>&1); rc=$?
+  [ $rc -eq 75 ] && grep -qF "another icl-sweep run is writing it" <<<"$out" && ok "$flag refused beside another node's lock" \
+    || fail "$flag beside another node's lock: rc $rc: $out"
+done
+[ "$(sums)" = "$before" ] && ok "another node's lock: OUT.h5 and the logs untouched" || fail "another node's lock: files changed"
+pkill -P $holder; wait $holder 2>/dev/null
+run1 "$spec" -o "$dir/nfs.h5" --resume && ok "--resume once the other node's lock is gone" || fail "--resume after the other node's lock"
+
 # 4. A failing point and a failing analysis among good ones: NaN and the reason, weights kept, retried.
 ICL_SWEEP_FAULTS="train:2 analysis:5" run1 "$spec" -o "$dir/f.h5" || fail "sweep with injected faults"
 "$py" - "$dir/f.h5" <<'PY' && ok "failed point: NaN metrics and its reason; failed analysis: weights and losses kept" || fail "failed point storage"
@@ -117,6 +138,12 @@ PY
 out=$(run1 "$spec" -o "$dir/f.h5" --resume 2>&1); grep -q . <<<"$out"; [ "$(state "$dir/f.h5")" = incomplete ] || [ "$(state "$dir/f.h5")" = complete ]
 run1 "$spec" -o "$dir/f.h5" --resume --retry-failed || fail "--retry-failed"
 compare "$dir/ref.h5" "$dir/f.h5" "--retry-failed recomputes exactly the failures: == clean run"
+# 4b. The retry's log lost (its node crashed before the log reached the disk; OUT.h5, synced by the merge, holds
+#     the retried rows): --resume keeps OUT.h5's ok rows over the earlier failures the logs still hold.  Imported
+#     only where the logs lacked a point, the failures were merged over the finished results.
+rm -f "$(ls -t "$dir/f.h5.points"/*.log | head -1)"
+run1 "$spec" -o "$dir/f.h5" --resume || fail "--resume after the retry's log was lost"
+compare "$dir/ref.h5" "$dir/f.h5" "the retry's log lost: OUT.h5's ok rows kept over the logs' failures"
 
 # 5a. Flipped bytes in a log: the damaged record alone is recomputed.
 cp -r "$dir/ref.h5.points" "$dir/lf.h5.points"

@@ -44,6 +44,18 @@ printf 'd = 5\nsteps = 1\n' > "$dir/m0.ini"
 out=$("$bin" run "$dir/m0.ini" -o "$dir/m0.h5" --max_point_memory 0 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "'max_point_memory' = '0': must be one size above 0" <<<"$out" && [ ! -e "$dir/m0.h5" ] && [ ! -e "$dir/m0.h5.points" ] \
   || { echo "FAIL: max_point_memory = 0: rc $rc: $out"; fail=1; }
+# A sweep run with max_point_memory above a node's default (here off, on a node whose default is this machine's
+# memory over a million ranks) is merged and verified there: the stored spec does not hold the limit, and
+# re-expanding it under the default refused its own points, so the merge after a kill left OUT.h5 `running`.
+printf 'd = 2\nn = 4\nsteps = 2\nbatch = 8\neval_tasks = 8\neval_every = 1\nanalysis = false\nrepeats = 2\n' > "$dir/mo.ini"
+"$bin" run "$dir/mo.ini" -o "$dir/mo.h5" --quiet --max_point_memory off >/dev/null 2>&1 || { echo "FAIL: a sweep with max_point_memory off"; fail=1; }
+for cmd in merge verify; do
+  out=$(OMPI_COMM_WORLD_LOCAL_SIZE=1048576 "$bin" $cmd "$dir/mo.h5" 2>&1); rc=$?
+  [ $rc -eq 0 ] || { echo "FAIL: $cmd where the default limit is below the sweep's points: rc $rc: $out"; fail=1; }
+done
+out=$(OMPI_COMM_WORLD_LOCAL_SIZE=1048576 "$bin" run "$dir/mo.ini" -o "$dir/mo2.h5" 2>&1); rc=$?   # a run still obeys it
+[ $rc -eq 2 ] && grep -qF "more than max_point_memory" <<<"$out" && [ ! -e "$dir/mo2.h5" ] \
+  || { echo "FAIL: a run under a default below its points: rc $rc: $out"; fail=1; }
 # A point that fails (here: std::bad_alloc under a 2 GiB address-space limit) is a failure: exit 1 with its
 # reason; its result (NaN, the reason) is still written.
 out=$( (ulimit -v 2000000; "$bin" train --eval_tasks 10000000 --steps 1 --batch 16 -o "$dir/failed.h5") 2>&1); rc=$?

@@ -4,7 +4,7 @@
 # counted with ICL_SWEEP_STATS at 10^4 and 2x10^4 points: doubling the points doubles the counts; successive
 # halving's scheduler among them), a
 # file whose number of HDF5 objects does not grow with the points, and 64 ranks oversubscribed on the
-# CI machine giving the same file as 2.
+# CI machine giving the same file as 2, merged again under a limit of open files below their logs' count.
 set -u
 bin=$1
 src=$2
@@ -66,6 +66,13 @@ out=$("$bin" status "$dir/r64.h5")
 grep -q "^records *2000 in the logs, 0 duplicates" <<<"$out" && [ "$(ls "$dir/r64.h5.points"/*.log | wc -l)" -ge 64 ] \
   && ok "64 ranks: 2000 points, each stored once, $(ls "$dir/r64.h5.points"/*.log | wc -l) logs" || fail "64 ranks: $out"
 compare "$dir/r2.h5" "$dir/r64.h5" "64 ranks == 2 ranks, bit for bit"
+# More logs than the process may open files (a 1,024-rank job under `ulimit -n 1024`, or chained jobs): merge,
+# verify and status read every record with a bounded set of logs open.  The reader kept every log open, so every
+# merge failed (EMFILE) and OUT.h5 stayed stale however often the sweep was resumed.
+logs=$(ls "$dir/r64.h5.points"/*.log | wc -l)
+out=$( (ulimit -n 40 && "$bin" merge "$dir/r64.h5" && "$bin" verify "$dir/r64.h5" && "$bin" status "$dir/r64.h5") 2>&1); rc=$?
+[ $rc -eq 0 ] && ok "merge, verify and status of $logs logs under ulimit -n 40" || fail "under ulimit -n 40 ($logs logs): rc $rc: $(tail -3 <<<"$out")"
+compare "$dir/r2.h5" "$dir/r64.h5" "merged under ulimit -n 40 == 2 ranks, bit for bit"
 
 echo "scale tests: $failures failed"
 exit $failures

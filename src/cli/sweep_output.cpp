@@ -109,12 +109,17 @@ bool finished(const Result& r, bool retry_failed) {
   return !(retry_failed && (r.status == Status::failed || r.analysis_status == AnalysisStatus::failed));
 }
 
+std::string lock_file(const std::string& dir) { return dir + "/lock"; }
+
 bool sweep_running(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return false;
-  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
-  ::close(fd);
-  return held;
+  const auto held = [](const std::string& path, int flags) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+    if (fd < 0) return false;
+    const bool busy = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    ::close(fd);
+    return busy;
+  };
+  return held(dir, O_DIRECTORY) || held(lock_file(dir), 0);
 }
 
 io::Attributes run_provenance(const std::string& out, bool with_end) {
@@ -148,6 +153,12 @@ bool stored_grid(const std::string& out, const std::string& spec_file, sweep::Sp
   } else {
     ok = read_spec(spec_file, {}, spec, &errors);
   }
+  // The memory limit guards the planning of points to run; a stored sweep's were planned when it ran.  Its stored
+  // text does not hold the limit, so re-expanding it under this node's default (another node, other ranks a node)
+  // could refuse its own points: a merge after a kill, status or verify then failed on a sweep run with
+  // max_point_memory = off or above that default.
+  spec->max_point_bytes = 0;
+  spec->max_point_source = "not applied to a stored sweep";
   ok = ok && sweep::expand_sweep(*spec, grid, &errors);
   if (!ok) *why = errors.empty() ? "the spec does not parse" : errors[0];
   return ok;
@@ -207,8 +218,14 @@ SweepOutput::SweepOutput(std::string out, const sweep::Grid& grid, std::string s
     : out_(std::move(out)), dir_(out_ + ".points"), spec_text_(std::move(spec_text)), grid_(grid),
       hash_(sweep::spec_hash(spec_text_)) {}
 
-SweepOutput::~SweepOutput() {
-  if (lock_fd_ >= 0) ::close(lock_fd_);
+SweepOutput::~SweepOutput() { release(); }
+
+void SweepOutput::release() {
+  for (int* fd : {&file_lock_fd_, &lock_fd_})
+    if (*fd >= 0) {
+      ::close(*fd);
+      *fd = -1;
+    }
 }
 
 std::string SweepOutput::hash_text() const {
@@ -264,9 +281,9 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
   const int code = prepare_locked(opt);
   // A refusal writes nothing: the log directory this run made goes again while it is empty.  (A run waiting for
   // its lock then wins a removed directory's, and locks the directory there now instead: lock().)
-  if (code != 0 && made_dir_ && entries(dir_).empty()) {
-    ::close(lock_fd_);
-    lock_fd_ = -1;
+  if (code != 0 && made_dir_ && entries(dir_) == std::vector<std::string>{"lock"}) {
+    std::remove(lock_file(dir_).c_str());
+    release();
     ::rmdir(dir_.c_str());
   }
   return code;
@@ -405,7 +422,10 @@ void SweepOutput::import_rows(const io::Verification& v) const {
   std::unique_ptr<io::PointLog> log;
   int64_t imported = 0;
   io::read_results_file(out_, v, [&](int64_t i, Result&& r, const std::string& build) {
-    if (i >= grid_.size() || idx.has(i)) return;
+    // Where the logs lack the point, or hold only a worse record: a retry's ok result merged into OUT.h5 (synced)
+    // whose log record did not reach the disk before a crash (a log is synced at most once a second) left the
+    // earlier failure as the logs' best, and the next merge wrote it over the finished result.
+    if (i >= grid_.size() || record_rank(r) >= idx.rank(i)) return;
     if (!log) log = std::make_unique<io::PointLog>(dir_);
     log->append_record(io::encode_point(i, hash_, static_cast<double>(::time(nullptr)), r, build.empty() ? "unknown build" : build));
     ++imported;
@@ -417,36 +437,60 @@ void SweepOutput::import_rows(const io::Verification& v) const {
   }
 }
 
-// The lock: the log directory itself, so that no file anyone could delete guards the sweep.  A lock won on a
-// directory removed while this process waited (a refused run removes the one it made; a user may delete it) guards
-// nothing: the directory there now is locked instead, or the process that holds it is waited for again.
+// The lock: flock on the log directory itself, so that no file anyone could delete guards the sweep on this node,
+// and then on the file OUT.h5.points/lock: on NFS a directory's flock is local to each node, while a file's is a
+// lock the server holds (a POSIX lock over NLM or NFSv4) that a run or `status` on another node sees; before it, a
+// `run --force` on a login node beside a job on the compute nodes deleted the job's logs.  A lock won on a
+// directory or file removed while this process waited (a refused run removes the ones it made; a user may delete
+// them) guards nothing: the one there now is locked instead, or the process that holds it is waited for again.
 bool SweepOutput::lock(bool wait) {
   for (int tries = 0; tries < 100; ++tries) {
+    release();
     made_dir_ = ::mkdir(dir_.c_str(), 0755) == 0;
     if (!made_dir_ && errno != EEXIST) throw io::io_error("cannot create", dir_);
     lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (lock_fd_ < 0 && errno == ENOENT) continue;   // removed since the mkdir: make it again
     if (lock_fd_ < 0) throw io::io_error("cannot open", dir_);
-    if (!acquire(wait)) return false;
-    // The same inode (the held one cannot be reused while this descriptor holds it); link counts are not
-    // compared: some filesystems do not keep a directory's.
-    struct stat held {}, there {};
-    if (::fstat(lock_fd_, &held) == 0 && ::stat(dir_.c_str(), &there) == 0 && held.st_dev == there.st_dev &&
-        held.st_ino == there.st_ino)
-      return true;
-    ::close(lock_fd_);
-    lock_fd_ = -1;
+    if (!acquire(lock_fd_, wait)) return false;
+    if (!still_there(lock_fd_, dir_)) continue;
+    const std::string file = lock_file(dir_);
+    file_lock_fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);   // LOCK_EX over NFS needs write access
+    if (file_lock_fd_ < 0) throw io::io_error("cannot create", file);
+    if (::flock(file_lock_fd_, LOCK_EX | LOCK_NB) != 0 && !cluster_lock_unsupported(errno)) {
+      if (!acquire(file_lock_fd_, wait)) return false;   // another run holds it: on another node
+    }
+    if (still_there(file_lock_fd_, file)) return true;
   }
   return false;
 }
 
-bool SweepOutput::acquire(bool wait) const {
-  if (wait) return ::flock(lock_fd_, LOCK_EX) == 0;
+// Whether the descriptor is still `path`'s (the held one's inode cannot be reused while the descriptor holds it);
+// link counts are not compared: some filesystems do not keep a directory's.
+bool SweepOutput::still_there(int fd, const std::string& path) {
+  struct stat held {}, there {};
+  return ::fstat(fd, &held) == 0 && ::stat(path.c_str(), &there) == 0 && held.st_dev == there.st_dev &&
+         held.st_ino == there.st_ino;
+}
+
+// flock on a filesystem that has none across nodes (NFS mounted nolock, Lustre without flock: ENOLCK, ENOSYS,
+// EOPNOTSUPP, EINVAL): the directory's lock alone guards the sweep, as on a local disk; said once.
+bool SweepOutput::cluster_lock_unsupported(int error) {
+  if (error != ENOLCK && error != ENOSYS && error != EOPNOTSUPP && error != EINVAL) return false;
+  static bool said = false;
+  if (!said)
+    std::cerr << "icl-sweep: note: " << lock_file(dir_) << " cannot be locked (" << std::strerror(error)
+              << "): a run on another node would not see this one's lock; run one sweep at a time on " << out_ << "\n";
+  said = true;
+  return true;
+}
+
+bool SweepOutput::acquire(int fd, bool wait) const {
+  if (wait) return ::flock(fd, LOCK_EX) == 0;
   // `status` probes the lock with a momentary shared lock: retry briefly before calling it another run's;
   // the merge after a stopped run (stop_merge.hpp) is waited for, up to ten minutes.
   bool told = false;
   for (int k = 0; k < 12000; ++k) {
-    if (::flock(lock_fd_, LOCK_EX | LOCK_NB) == 0) return true;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return true;
     if (k >= 20 && !merge_in_progress(dir_)) return false;
     if (k >= 20 && !told) {
       std::cerr << "icl-sweep: waiting for the merge after the previous run (" << merging_marker(dir_) << ")\n";

@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #if defined(__GLIBC__)
@@ -409,21 +410,41 @@ LogStats visit_point_logs(const std::string& dir, uint64_t spec_hash, const Poin
   return stats;
 }
 
+size_t open_logs_limit() {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 1024;
+  return static_cast<size_t>(std::clamp<rlim_t>(r.rlim_cur / 4, 4, 1024));
+}
+
 RecordReader::~RecordReader() {
-  for (const auto& kv : fds_) ::close(kv.second);
+  for (const auto& kv : open_) ::close(kv.second);
+}
+
+// The descriptor of `path`, opened if it is not, the least recently read log closed if the limit is reached.
+int RecordReader::open(const std::string& path) {
+  if (const auto it = by_path_.find(path); it != by_path_.end()) {
+    open_.splice(open_.begin(), open_, it->second);
+    return it->second->second;
+  }
+  static const size_t limit = open_logs_limit();
+  if (open_.size() >= limit) {
+    ::close(open_.back().second);
+    by_path_.erase(open_.back().first);
+    open_.pop_back();
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw io_error("cannot open the point log", path);
+  open_.emplace_front(path, fd);
+  by_path_[path] = open_.begin();
+  return fd;
 }
 
 std::string RecordReader::read(const std::string& path, const RecordRef& ref) {
-  auto it = fds_.find(path);
-  if (it == fds_.end()) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw io_error("cannot open the point log", path);
-    it = fds_.emplace(path, fd).first;
-  }
+  const int fd = open(path);
   std::string record(ref.length, '\0');
   size_t done = 0;
   while (done < record.size()) {
-    const ssize_t k = ::pread(it->second, record.data() + done, record.size() - done, static_cast<off_t>(ref.offset + done));
+    const ssize_t k = ::pread(fd, record.data() + done, record.size() - done, static_cast<off_t>(ref.offset + done));
     if (k < 0 && errno == EINTR) continue;
     if (k <= 0) throw io_error("cannot read a record at byte " + std::to_string(ref.offset) + " of", path);
     done += static_cast<size_t>(k);

@@ -47,6 +47,7 @@ class LogIndex {
   void update(bool final);
   int64_t done() const { return done_; }                       // points that need no more work
   bool has(int64_t i) const { return best_[i].rank < kNone; }
+  int rank(int64_t i) const { return best_[i].rank; }           // record_rank of its best record (255: none)
   bool is_finished(int64_t i) const { return best_[i].finished; }
   // The best record of point i (has(i) must hold), with the build that computed it.
   io::LoggedPoint record(int64_t i) const;
@@ -115,8 +116,11 @@ class SweepOutput {
   bool retry_failed() const { return retry_failed_; }
 
  private:
-  bool lock(bool wait);   // the exclusive flock on dir_ as it is now (retried briefly: `status` probes it)
-  bool acquire(bool wait) const;   // flock on lock_fd_: blocking, or retried while `status` probes or a merge runs
+  bool lock(bool wait);   // the exclusive flocks on dir_ and dir_/lock as they are now (retried briefly: `status` probes them)
+  bool acquire(int fd, bool wait) const;   // flock on fd: blocking, or retried while `status` probes or a merge runs
+  static bool still_there(int fd, const std::string& path);
+  bool cluster_lock_unsupported(int error);
+  void release();   // both locks
   int prepare_locked(const OutputOptions& opt);   // prepare's steps that need the lock
   // --resume: OUT.h5's identity (format, attributes, spec, builds) must be ours; refusals print why.
   int check_identity(const OutputOptions& opt, io::Verification* v) const;
@@ -128,7 +132,8 @@ class SweepOutput {
   const sweep::Grid& grid_;
   uint64_t hash_;
   bool retry_failed_ = false;
-  int lock_fd_ = -1;
+  int lock_fd_ = -1;               // dir_, flocked
+  int file_lock_fd_ = -1;          // dir_/lock, flocked (or unlockable here: cluster_lock_unsupported)
   bool made_dir_ = false;          // lock() created dir_ (a refusal removes it again while it is empty)
   mutable std::mutex mu_;          // the index is updated by the monitor thread and the main thread
   mutable std::unique_ptr<LogIndex> index_;

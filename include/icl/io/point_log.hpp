@@ -12,6 +12,7 @@
 // No file is created per point (cheap on local disks and on cluster metadata servers alike).
 #include <cstdint>
 #include <functional>
+#include <list>
 #include <map>
 #include <string>
 #include <vector>
@@ -88,7 +89,9 @@ uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_
                    const RungVisit& on_rung, std::vector<std::string>* problems);
 // The *.log files of `dir`, sorted by name.
 std::vector<std::string> log_files(const std::string& dir);
-// Reads single records by where they are, keeping the logs open: exactly the record's bytes, checked.
+// Reads single records by where they are: exactly the record's bytes, checked.  The logs stay open, the most
+// recently read of them at most (open_logs_limit()): a sweep of more logs than the process may open files (a
+// 1,024-rank job under `ulimit -n 1024`, or many chained jobs) used to fail every merge with EMFILE.
 class RecordReader {
  public:
   RecordReader() = default;
@@ -99,8 +102,13 @@ class RecordReader {
   std::string read(const std::string& path, const RecordRef& where);
 
  private:
-  std::map<std::string, int> fds_;
+  int open(const std::string& path);
+  std::list<std::pair<std::string, int>> open_;   // path and descriptor, the most recently read first
+  std::map<std::string, std::list<std::pair<std::string, int>>::iterator> by_path_;
 };
+// How many logs a RecordReader keeps open: a quarter of the process's limit on open files (the rest for HDF5,
+// MPI's connections and the logs being scanned), from 4 to 1,024.
+size_t open_logs_limit();
 
 // The identity of this binary, as stored in every record: its version, revision and flags, and the math
 // library it runs on (libm_identity), since the same binary on another libm may give other last bits.
