@@ -373,9 +373,12 @@ uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_
   uint64_t at = from;
   while (at < log.size()) {
     const uint64_t len = log.record_at(at);
+    // Live, whatever does not read yet is read from here next time: a record still being written, or one whose
+    // bytes have not reached this node while a later record's have (a hole, on NFS).  Skipped as damage, it was
+    // lost to every later merge of the run, the final one included (they read on from where this one stopped).
+    if (len == 0 && live) return at;
     if (len == 0) {   // damaged or torn: resynchronise on the next record marker that starts an intact record
       const uint64_t next = log.resynchronise(at);
-      if (live && next == log.size()) return at;   // a record being written: read it next time
       problems->push_back(path + ": " + (next == log.size() ? "torn record" : "damaged record") + " at byte " + std::to_string(at) +
                           " (" + std::to_string(next - at) + " bytes skipped)");
       at = next;

@@ -84,7 +84,7 @@ using RungVisit = std::function<void(LoggedRung&& g, const RecordRef& where)>;
 // reading through a window: time linear in the records, memory independent of them.
 LogStats visit_point_logs(const std::string& dir, uint64_t spec_hash, const PointVisit& on_point, const RungVisit& on_rung = {});
 // One log from byte `from` on, as visit_point_logs; returns where it stopped (its end, or in `live` mode
-// the start of a record still being written).  Throws IoError if the log cannot be opened.
+// the start of the first record that does not read yet: being written, or not yet seen here).  Throws IoError if the log cannot be opened.
 uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_t spec_hash, bool live, const PointVisit& on_point,
                    const RungVisit& on_rung, std::vector<std::string>* problems);
 // The *.log files of `dir`, sorted by name.
