@@ -115,7 +115,8 @@ st=$("$bin" status "$dir/nfs.h5" 2>/dev/null | grep '^sweep')
 grep -q "(running" <<<"$st" && ok "status beside another node's lock: '$st'" || fail "status beside another node's lock: '$st'"
 for flag in --resume --force; do
   out=$(run1 "$spec" -o "$dir/nfs.h5" $flag 2>&1); rc=$?
-  [ $rc -eq 75 ] && grep -qF "another icl-sweep run is writing it" <<<"$out" && ok "$flag refused beside another node's lock" \
+  [ $rc -eq 75 ] && grep -qF "another icl-sweep run, on another node, is writing it" <<<"$out" \
+    && grep -qF "remove $dir/nfs.h5.points/lock)" <<<"$out" && ok "$flag refused beside another node's lock, the way out named" \
     || fail "$flag beside another node's lock: rc $rc: $out"
 done
 [ "$(sums)" = "$before" ] && ok "another node's lock: OUT.h5 and the logs untouched" || fail "another node's lock: files changed"

@@ -73,6 +73,15 @@ logs=$(ls "$dir/r64.h5.points"/*.log | wc -l)
 out=$( (ulimit -n 40 && "$bin" merge "$dir/r64.h5" && "$bin" verify "$dir/r64.h5" && "$bin" status "$dir/r64.h5") 2>&1); rc=$?
 [ $rc -eq 0 ] && ok "merge, verify and status of $logs logs under ulimit -n 40" || fail "under ulimit -n 40 ($logs logs): rc $rc: $(tail -3 <<<"$out")"
 compare "$dir/r2.h5" "$dir/r64.h5" "merged under ulimit -n 40 == 2 ranks, bit for bit"
+# A merge's memory is bounded, the rows' weights included: 4,000 rows of d = 48 weights (theta, P and Q, 77 KB a
+# row, 308 MB in all).  The block of rows written at once counted the columns alone, so all 4,000 rows' weights
+# were buffered together (a block may hold 65,536 rows: gigabytes of a transformer's): 406 MB here, 135 MB now.
+{ cheap 4000; echo "d = 48"; } | grep -v '^d = 1$' > "$dir/w.ini"
+"$bin" run "$dir/w.ini" -o "$dir/w.h5" --quiet --progress 0 || fail "4,000 points of d = 48"
+rss=$("$py" -c "import resource, subprocess, sys
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)" "$bin" merge "$dir/w.h5")
+[ -n "$rss" ] && [ "$rss" -lt 250000 ] && ok "merge of 308 MB of weights: max RSS $rss KB" || fail "merge of 308 MB of weights: max RSS '$rss' KB"
 
 echo "scale tests: $failures failed"
 exit $failures

@@ -73,16 +73,21 @@ class IndexedRows : public io::RowSource {
   }
   int64_t option_key(int64_t i, size_t k) const override { return places_[k].key(i); }
   int64_t size() const override { return grid_.size(); }
+  // In runs of points whose records hold about kRunBytes (read log by log: LogIndex::records), each run visited
+  // in point order: memory bounded however many rows are asked for (the first pass asks for all of them).
   void rows(int64_t first, int64_t n, const Visit& visit) const override {
     static const Result pending = pending_result();
-    for (int64_t i = first; i < first + n; ++i) {
-      const Point p = grid_.point(i);
-      if (!index_.has(i)) {
-        visit(i, p, grid_.replica(i), pending, "");
-        continue;
+    constexpr uint64_t kRunBytes = 32u << 20;
+    for (int64_t a = first, b = first; a < first + n; a = b) {
+      for (uint64_t bytes = 0; b < first + n && (b == a || bytes < kRunBytes); ++b) bytes += index_.bytes(b);
+      const std::vector<io::LoggedPoint> records = index_.records(a, b - a);
+      for (int64_t i = a; i < b; ++i) {
+        const io::LoggedPoint& r = records[static_cast<size_t>(i - a)];
+        if (r.index < 0)
+          visit(i, grid_.point(i), grid_.replica(i), pending, "");
+        else
+          visit(i, grid_.point(i), grid_.replica(i), r.result, r.build);
       }
-      const io::LoggedPoint r = index_.record(i);
-      visit(i, p, grid_.replica(i), r.result, r.build);
     }
   }
 
@@ -113,7 +118,7 @@ std::string lock_file(const std::string& dir) { return dir + "/lock"; }
 
 bool sweep_running(const std::string& dir) {
   const auto held = [](const std::string& path, int flags) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | flags);
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | flags);   // a FIFO so named: no hang
     if (fd < 0) return false;
     const bool busy = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     ::close(fd);
@@ -212,6 +217,20 @@ io::LoggedPoint LogIndex::record(int64_t i) const {
   return p;
 }
 
+std::vector<io::LoggedPoint> LogIndex::records(int64_t first, int64_t n) const {
+  std::vector<int64_t> order;
+  for (int64_t i = first; i < first + n; ++i)
+    if (has(i)) order.push_back(i);
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const Best &x = best_[static_cast<size_t>(a)], &y = best_[static_cast<size_t>(b)];
+    return x.file != y.file ? x.file < y.file : x.offset < y.offset;
+  });
+  std::vector<io::LoggedPoint> out(static_cast<size_t>(n));
+  for (io::LoggedPoint& p : out) p.index = -1;
+  for (int64_t i : order) out[static_cast<size_t>(i - first)] = record(i);
+  return out;
+}
+
 // --- SweepOutput ---------------------------------------------------------------------------
 
 SweepOutput::SweepOutput(std::string out, const sweep::Grid& grid, std::string spec_text)
@@ -274,7 +293,10 @@ int SweepOutput::prepare(const OutputOptions& opt, bool wait_lock) {
   if (fresh && holds_something()) return refuse_existing();
   test_pause_before_lock();
   if (!lock(wait_lock)) {
-    refuse(out_, "another icl-sweep run is writing it (a run, or the merge after one: it holds the lock on " + dir_ + "/); try again later");
+    refuse(out_, other_node_ ? "another icl-sweep run, on another node, is writing it (it holds the lock on " + lock_file(dir_) +
+                                   "); try again later (if that node crashed, NFSv3 keeps its lock until the node is back: "
+                                   "once no run is left, remove " + lock_file(dir_) + ")"
+                             : "another icl-sweep run is writing it (a run, or the merge after one: it holds the lock on " + dir_ + "/); try again later");
     return kExitBusy;
   }
   if (fresh && holds_something()) return refuse_existing();
@@ -455,9 +477,12 @@ bool SweepOutput::lock(bool wait) {
     if (!still_there(lock_fd_, dir_)) continue;
     const std::string file = lock_file(dir_);
     file_lock_fd_ = ::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);   // LOCK_EX over NFS needs write access
+    if (file_lock_fd_ < 0 && errno == ENOENT) continue;   // the directory removed since (a refused run's): again
     if (file_lock_fd_ < 0) throw io::io_error("cannot create", file);
     if (::flock(file_lock_fd_, LOCK_EX | LOCK_NB) != 0 && !cluster_lock_unsupported(errno)) {
-      if (!acquire(file_lock_fd_, wait)) return false;   // another run holds it: on another node
+      other_node_ = true;   // only the file's lock is held: by a run on another node, or a crashed node's
+      if (!acquire(file_lock_fd_, wait)) return false;
+      other_node_ = false;
     }
     if (still_there(file_lock_fd_, file)) return true;
   }
@@ -472,8 +497,9 @@ bool SweepOutput::still_there(int fd, const std::string& path) {
          held.st_ino == there.st_ino;
 }
 
-// flock on a filesystem that has none across nodes (NFS mounted nolock, Lustre without flock: ENOLCK, ENOSYS,
-// EOPNOTSUPP, EINVAL): the directory's lock alone guards the sweep, as on a local disk; said once.
+// flock refused by the filesystem (ENOLCK, ENOSYS, EOPNOTSUPP, EINVAL: NFS without its lock service, Lustre with
+// neither flock nor localflock): the directory's lock alone guards the sweep, as on a local disk; said once.  (Where
+// flock works on each node alone, NFS mounted nolock or Lustre localflock, nothing tells: README.)
 bool SweepOutput::cluster_lock_unsupported(int error) {
   if (error != ENOLCK && error != ENOSYS && error != EOPNOTSUPP && error != EINVAL) return false;
   static bool said = false;

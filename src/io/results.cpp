@@ -307,6 +307,11 @@ void write_rows(File& f, const RowSource& rows, const Shapes& s, OptionCells& op
   std::vector<Rows> flat;
   std::vector<uint64_t> flat_at(3, 0);
   for (int k = 0; k < 3; ++k) flat.push_back(Rows::create(f, kFlat[k].path, Type::f64, s.flat[k], 0));
+  // A block's bytes include its rows' weights (theta, P, Q: buffered in flat_buf), counted at their mean a row:
+  // counted as the columns alone, a block of 65,536 transformer rows buffered gigabytes.
+  uint64_t flat_bytes = 0;
+  for (int k = 0; k < 3; ++k) flat_bytes += s.flat[k] * sizeof(double);
+  row_bytes += flat_bytes / std::max<uint64_t>(P, 1);
   const uint64_t block = std::max<uint64_t>(1, std::min<uint64_t>(65536, kBlockBytes / std::max<uint64_t>(row_bytes, 1)));
   std::vector<std::vector<char>> buf(cols.size());
   std::vector<std::vector<double>> flat_buf(3);

@@ -48,9 +48,13 @@ class LogIndex {
   int64_t done() const { return done_; }                       // points that need no more work
   bool has(int64_t i) const { return best_[i].rank < kNone; }
   int rank(int64_t i) const { return best_[i].rank; }           // record_rank of its best record (255: none)
+  uint64_t bytes(int64_t i) const { return has(i) ? best_[i].length : 0; }   // of its best record
   bool is_finished(int64_t i) const { return best_[i].finished; }
   // The best record of point i (has(i) must hold), with the build that computed it.
   io::LoggedPoint record(int64_t i) const;
+  // The best records of points first .. first + n - 1 (index -1 where a point has none), read log by log in
+  // file order: each log opened once, however many logs there are and however few may be open at once.
+  std::vector<io::LoggedPoint> records(int64_t first, int64_t n) const;
   const std::set<std::string>& builds() const { return builds_; }
   const std::vector<std::string>& problems() const { return problems_; }
   int64_t records() const { return records_; }
@@ -135,6 +139,7 @@ class SweepOutput {
   int lock_fd_ = -1;               // dir_, flocked
   int file_lock_fd_ = -1;          // dir_/lock, flocked (or unlockable here: cluster_lock_unsupported)
   bool made_dir_ = false;          // lock() created dir_ (a refusal removes it again while it is empty)
+  bool other_node_ = false;        // lock() failed on dir_/lock alone: held where dir_'s lock is not seen
   mutable std::mutex mu_;          // the index is updated by the monitor thread and the main thread
   mutable std::unique_ptr<LogIndex> index_;
 };
