@@ -388,14 +388,12 @@ void print_end(const RunArgs& args, const SweepOutput& output, int64_t done, con
     std::vector<int64_t> steps(static_cast<size_t>(total), 0);
     int64_t pruned = 0;
     double seconds = 0;
-    for (int64_t first = 0; first < total; first += 4096)
-      for (const io::LoggedPoint& p : index.records(first, std::min<int64_t>(4096, total - first))) {
-        if (p.index < 0) continue;
-        const Result& r = p.result;
-        steps[static_cast<size_t>(p.index)] = r.steps_done;
-        pruned += r.status == Status::pruned;
-        if (std::isfinite(r.seconds_total)) seconds += r.seconds_total;
-      }
+    index.visit_records(0, total, [&](int64_t i, const io::LoggedPoint* p) {
+      if (!p) return;
+      steps[static_cast<size_t>(i)] = p->result.steps_done;
+      pruned += p->result.status == Status::pruned;
+      if (std::isfinite(p->result.seconds_total)) seconds += p->result.seconds_total;
+    });
     std::printf("icl-sweep: successive halving: %lld points pruned; compute spent %.1f%% of the full grid's (estimated, by steps "
                 "trained); %.0f core-seconds measured over every leg\n",
                 static_cast<long long>(pruned), 100 * sweep::spent_fraction(output.grid(), steps), seconds);

@@ -73,22 +73,12 @@ class IndexedRows : public io::RowSource {
   }
   int64_t option_key(int64_t i, size_t k) const override { return places_[k].key(i); }
   int64_t size() const override { return grid_.size(); }
-  // In runs of points whose records hold about kRunBytes (read log by log: LogIndex::records), each run visited
-  // in point order: memory bounded however many rows are asked for (the first pass asks for all of them).
+  // Memory bounded however many rows are asked for (the first pass asks for all of them): LogIndex::visit_records.
   void rows(int64_t first, int64_t n, const Visit& visit) const override {
     static const Result pending = pending_result();
-    constexpr uint64_t kRunBytes = 32u << 20;
-    for (int64_t a = first, b = first; a < first + n; a = b) {
-      for (uint64_t bytes = 0; b < first + n && (b == a || bytes < kRunBytes); ++b) bytes += index_.bytes(b);
-      const std::vector<io::LoggedPoint> records = index_.records(a, b - a);
-      for (int64_t i = a; i < b; ++i) {
-        const io::LoggedPoint& r = records[static_cast<size_t>(i - a)];
-        if (r.index < 0)
-          visit(i, grid_.point(i), grid_.replica(i), pending, "");
-        else
-          visit(i, grid_.point(i), grid_.replica(i), r.result, r.build);
-      }
-    }
+    index_.visit_records(first, n, [&](int64_t i, const io::LoggedPoint* r) {
+      visit(i, grid_.point(i), grid_.replica(i), r ? r->result : pending, r ? r->build : "");
+    });
   }
 
  private:
@@ -217,18 +207,31 @@ io::LoggedPoint LogIndex::record(int64_t i) const {
   return p;
 }
 
-std::vector<io::LoggedPoint> LogIndex::records(int64_t first, int64_t n) const {
-  std::vector<int64_t> order;
-  for (int64_t i = first; i < first + n; ++i)
-    if (has(i)) order.push_back(i);
-  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    const Best &x = best_[static_cast<size_t>(a)], &y = best_[static_cast<size_t>(b)];
-    return x.file != y.file ? x.file < y.file : x.offset < y.offset;
-  });
-  std::vector<io::LoggedPoint> out(static_cast<size_t>(n));
-  for (io::LoggedPoint& p : out) p.index = -1;
-  for (int64_t i : order) out[static_cast<size_t>(i - first)] = record(i);
-  return out;
+void LogIndex::visit_records(int64_t first, int64_t n, const std::function<void(int64_t, const io::LoggedPoint*)>& f) const {
+  constexpr uint64_t kRunBytes = 32u << 20;
+  constexpr int64_t kRunPoints = 1 << 20;
+  for (int64_t a = first, b = first; a < first + n; a = b) {
+    std::vector<int64_t> order;
+    for (uint64_t bytes = 0; b < first + n && b - a < kRunPoints && (b == a || bytes < kRunBytes); ++b)
+      if (has(b)) {
+        order.push_back(b);
+        bytes += best_[static_cast<size_t>(b)].length;
+      }
+    std::sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+      const Best &p = best_[static_cast<size_t>(x)], &q = best_[static_cast<size_t>(y)];
+      return p.file != q.file ? p.file < q.file : p.offset < q.offset;
+    });
+    std::vector<io::LoggedPoint> run(order.size());   // the run's records; where[i - a]: point i's among them
+    std::vector<int32_t> where(static_cast<size_t>(b - a), -1);
+    for (size_t k = 0; k < order.size(); ++k) {
+      run[k] = record(order[k]);
+      where[static_cast<size_t>(order[k] - a)] = static_cast<int32_t>(k);
+    }
+    for (int64_t i = a; i < b; ++i) {
+      const int32_t k = where[static_cast<size_t>(i - a)];
+      f(i, k < 0 ? nullptr : &run[static_cast<size_t>(k)]);
+    }
+  }
 }
 
 // --- SweepOutput ---------------------------------------------------------------------------

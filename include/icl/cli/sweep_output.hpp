@@ -11,6 +11,7 @@
 // Error tiers: refusals return kExitUsage with a message; I/O failures throw io::IoError, except in the
 // driver's steps (begin, merge_live, end), which report them and return kExitFailure or false.
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -48,13 +49,13 @@ class LogIndex {
   int64_t done() const { return done_; }                       // points that need no more work
   bool has(int64_t i) const { return best_[i].rank < kNone; }
   int rank(int64_t i) const { return best_[i].rank; }           // record_rank of its best record (255: none)
-  uint64_t bytes(int64_t i) const { return has(i) ? best_[i].length : 0; }   // of its best record
   bool is_finished(int64_t i) const { return best_[i].finished; }
   // The best record of point i (has(i) must hold), with the build that computed it.
   io::LoggedPoint record(int64_t i) const;
-  // The best records of points first .. first + n - 1 (index -1 where a point has none), read log by log in
-  // file order: each log opened once, however many logs there are and however few may be open at once.
-  std::vector<io::LoggedPoint> records(int64_t first, int64_t n) const;
+  // f(i, the best record of point i, or null where it has none) for i = first .. first + n - 1 in order, the records
+  // read in runs of about 32 MB, each run log by log in file order: each log opened once a run, however many logs
+  // there are and however few may be open at once, and memory bounded however many points are asked for.
+  void visit_records(int64_t first, int64_t n, const std::function<void(int64_t i, const io::LoggedPoint* r)>& f) const;
   const std::set<std::string>& builds() const { return builds_; }
   const std::vector<std::string>& problems() const { return problems_; }
   int64_t records() const { return records_; }
