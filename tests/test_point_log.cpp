@@ -42,16 +42,18 @@ std::string read_all(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// A new log in a new `dir` holding points 10, 11, 12 (sample_result(0..2)) of spec 0xabc; returns its path.
+std::string three_records(const std::string& dir) {
+  ::mkdir(dir.c_str(), 0755);
+  io::PointLog log(dir);
+  for (int k = 0; k < 3; ++k) log.append(10 + k, 0xabc, sample_result(k));
+  log.sync();
+  return log.path();
+}
+
 TEST(PointLog, RoundTripTornTailDamageAndForeignSpec) {
   const std::string dir = ::testing::TempDir() + "/icl_log_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  std::string path;
-  {
-    io::PointLog log(dir);
-    path = log.path();
-    for (int k = 0; k < 3; ++k) log.append(10 + k, 0xabc, sample_result(k));
-    log.sync();
-  }
+  const std::string path = three_records(dir);
   io::LogScan s = io::scan_point_logs(dir, 0xabc);
   ASSERT_EQ(s.points.size(), 3u);
   EXPECT_TRUE(s.problems.empty());
@@ -109,14 +111,7 @@ TEST(PointLog, RoundTripTornTailDamageAndForeignSpec) {
 // skips real damage and reads on.
 TEST(PointLog, LiveReadWaitsAtAHoleForTheRecordInIt) {
   const std::string dir = ::testing::TempDir() + "/icl_hole_" + std::to_string(::getpid());
-  ::mkdir(dir.c_str(), 0755);
-  std::string path;
-  {
-    io::PointLog log(dir);
-    path = log.path();
-    for (int k = 0; k < 3; ++k) log.append(10 + k, 0xabc, sample_result(k));
-    log.sync();
-  }
+  const std::string path = three_records(dir);
   std::vector<io::RecordRef> refs;
   const auto keep = [&](io::LoggedPoint&&, const io::RecordRef& r) { refs.push_back(r); };
   std::vector<std::string> problems;
