@@ -413,11 +413,17 @@ LogStats visit_point_logs(const std::string& dir, uint64_t spec_hash, const Poin
   return stats;
 }
 
+namespace {
+
+// How many logs a RecordReader keeps open: a quarter of the process's limit on open files (the rest for HDF5,
+// MPI's connections and the logs being scanned), from 4 to 1,024.
 size_t open_logs_limit() {
   rlimit r{};
   if (::getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur == RLIM_INFINITY) return 1024;
   return static_cast<size_t>(std::clamp<rlim_t>(r.rlim_cur / 4, 4, 1024));
 }
+
+}  // namespace
 
 RecordReader::~RecordReader() {
   for (const auto& kv : open_) ::close(kv.second);

@@ -90,7 +90,7 @@ uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_
 // The *.log files of `dir`, sorted by name.
 std::vector<std::string> log_files(const std::string& dir);
 // Reads single records by where they are: exactly the record's bytes, checked.  The logs stay open, the most
-// recently read of them at most (open_logs_limit()): a sweep of more logs than the process may open files (a
+// recently read of them at most (a quarter of the open-file limit, 4 to 1,024): a sweep of more logs than the process may open files (a
 // 1,024-rank job under `ulimit -n 1024`, or many chained jobs) used to fail every merge with EMFILE.
 class RecordReader {
  public:
@@ -106,9 +106,6 @@ class RecordReader {
   std::list<std::pair<std::string, int>> open_;   // path and descriptor, the most recently read first
   std::map<std::string, std::list<std::pair<std::string, int>>::iterator> by_path_;
 };
-// How many logs a RecordReader keeps open: a quarter of the process's limit on open files (the rest for HDF5,
-// MPI's connections and the logs being scanned), from 4 to 1,024.
-size_t open_logs_limit();
 
 // The identity of this binary, as stored in every record: its version, revision and flags, and the math
 // library it runs on (libm_identity), since the same binary on another libm may give other last bits.
