@@ -32,6 +32,34 @@ out=$("$bin" status "$dir/nologs.h5")
 grep -q "step 400: 18 reached, 12 pruned; step 1200: 6 reached, 4 pruned" <<<"$out" \
   && ok "status without the logs: the rungs counted from OUT.h5's rows" || fail "status without the logs: $out"
 
+# A repair of damaged attributes with a spec that differs only outside the points (the rungs): refused (exit 2), the
+# file untouched, whether the logs tell (records of the sweep's spec) or the file's spec, still intact beside its
+# spec_hash; the sweep's own spec repairs it.  Before, the repair wrote the other rungs into the file's spec and status
+# counted the halving by them.  A --resume with that spec where OUT.h5 is gone: refused too (it wrote its points
+# beside the sweep's in one directory).
+sed 's/^rungs = .*/rungs = 400 2400/' "$spec" > "$dir/rungs.ini"
+cp "$dir/r1.h5" "$dir/ra.h5"; cp -r "$dir/r1.h5.points" "$dir/ra.h5.points"
+"$py" - "$dir/ra.h5" <<'PY'
+import h5py, sys
+with h5py.File(sys.argv[1], "r+") as f:
+    f.attrs["written_utc"] = "2000-01-01T00:00:00Z"
+PY
+before=$(md5sum < "$dir/ra.h5")
+for logs in with without; do
+  [ $logs = without ] && mv "$dir/ra.h5.points" "$dir/ra.logs"
+  out=$("$bin" verify "$dir/ra.h5" --repair --spec "$dir/rungs.ini" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q "of another spec\|its spec is intact" <<<"$out" && [ "$(md5sum < "$dir/ra.h5")" = "$before" ] \
+    && ok "repair with other rungs, $logs the logs: refused, file untouched" || fail "repair with other rungs, $logs the logs: rc $rc: $out"
+done
+[ -e "$dir/ra.h5.points" ] && fail "the refused repair left ra.h5.points/ behind"
+rm -rf "$dir/ra.h5.points"; mv "$dir/ra.logs" "$dir/ra.h5.points"
+"$bin" verify "$dir/ra.h5" --repair --spec "$spec" >/dev/null 2>&1 || fail "repair with the sweep's spec"
+compare "$dir/r1.h5" "$dir/ra.h5" "repair with the sweep's spec == original"
+rm "$dir/ra.h5"
+out=$("$bin" run "$dir/rungs.ini" -o "$dir/ra.h5" --resume --quiet 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -q "of another spec" <<<"$out" && [ ! -e "$dir/ra.h5" ] && [ "$(ls "$dir/ra.h5.points"/*.log | wc -l)" = "$(ls "$dir/r1.h5.points"/*.log | wc -l)" ] \
+  && ok "--resume with other rungs on the sweep's logs: refused, nothing written" || fail "--resume with other rungs: rc $rc: $out"
+
 # The report: the survivors' tables, the pruned points counted, the halving figure.
 out=$("$src/../tools/icl-report" "$dir/r1.h5" -o "$dir/report" --best replica lr 2>&1)
 grep -qF "16 point(s) pruned by successive halving" <<<"$out" && [ -s "$dir/report/halving.png" ] \

@@ -73,6 +73,10 @@ TEST(PointLog, RoundTripTornTailDamageAndForeignSpec) {
 
   EXPECT_EQ(io::scan_point_logs(dir, 0x123).points.size(), 0u);   // another spec's records are not taken
   EXPECT_EQ(io::scan_point_logs(dir, 0x123).problems.size(), 3u);
+  // ... and are counted by their spec (a resume or repair refuses a directory that holds another sweep's)
+  const io::LogStats other = io::visit_point_logs(dir, 0x123, [](io::LoggedPoint&&, const io::RecordRef&) {});
+  EXPECT_EQ(other.other_specs, (std::map<uint64_t, int64_t>{{0xabc, 3}}));
+  EXPECT_TRUE(io::visit_point_logs(dir, 0xabc, [](io::LoggedPoint&&, const io::RecordRef&) {}).other_specs.empty());
 
   const std::string bytes = read_all(path);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, bytes.size() - 13);   // torn tail

@@ -60,6 +60,22 @@ void test_pause_before_lock() {
   for (int k = 0; k < 6000 && !cli::path_exists(v); ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
 }
 
+std::string hash_hex(uint64_t hash) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash));
+  return text;
+}
+
+// The file's spec_hash where its spec attribute still hashes to it, else "".
+std::string stored_spec_hash(const io::File& f) {
+  try {
+    const std::string hash = io::get_attr_string(f, "/", "spec_hash");
+    return hash == hash_hex(sweep::spec_hash(io::get_attr_string(f, "/", "spec"))) ? hash : "";
+  } catch (const std::exception&) {
+    return "";
+  }
+}
+
 int refuse(const std::string& out, const std::string& why) {
   std::cerr << "icl-sweep: option 'output' = '" << out << "': " << why << "\n";
   return kExitUsage;
@@ -193,7 +209,7 @@ void LogIndex::update(bool final) {
       scanned_.push_back(0);
     }
     const auto file = static_cast<size_t>(it->second);
-    scanned_[file] = io::visit_log(path, it->second, scanned_[file], hash_, !final, on_point, {}, &problems_);
+    scanned_[file] = io::visit_log(path, it->second, scanned_[file], hash_, !final, on_point, {}, &problems_, &other_specs_);
   }
 }
 
@@ -250,11 +266,7 @@ void SweepOutput::release() {
     }
 }
 
-std::string SweepOutput::hash_text() const {
-  char text[32];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(hash_));
-  return text;
-}
+std::string SweepOutput::hash_text() const { return hash_hex(hash_); }
 
 // A merge's temporary: OUT.h5 + kMergeInfix + the spec's hash (16 hex digits) + "-" + its pid + kMergeSuffix, a name
 // a user's file never has.
@@ -331,6 +343,7 @@ int SweepOutput::prepare_locked(const OutputOptions& opt) {
   if (!opt.resume) return 0;
   io::Verification v;
   if (const int code = check_identity(opt, &v)) return code;
+  if (const int code = check_logs_spec(opt)) return code;
   const LogIndex& idx = index(true);
   if (!opt.allow_mixed_builds)
     for (const std::string& b : idx.builds())
@@ -389,8 +402,20 @@ bool rows_are_the_plans(const io::File& f, const sweep::Grid& grid, const std::v
 
 }  // namespace
 
+// One sweep's logs.  Before this, a repair of damaged attributes with a spec that differed only outside the points
+// (the halving's rungs) was accepted: it rewrote the file's spec, and the logs' records were not read.
+int SweepOutput::check_logs_spec(const OutputOptions& opt) const {
+  const std::map<uint64_t, int64_t>& other = index(true).other_specs();
+  if (other.empty()) return 0;
+  return refuse(out_, std::string(opt.asked) + ": " + dir_ + "/ holds " + std::to_string(other.begin()->second) + " record(s) of another spec (hash " +
+                          hash_hex(other.begin()->first) + (other.size() > 1 ? ", and others" : "") + "; this spec's is " + hash_text() +
+                          "): pass the spec the sweep ran with, or move another sweep's logs out of it" + (opt.repair ? "" : ", or --force to start over"));
+}
+
+// Checked before the file is believed or set aside: where OUT.h5 is missing, unreadable or its attributes are
+// damaged, the logs are what names the sweep's spec.
 int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) const {
-  if (!cli::path_exists(out_)) return 0;
+  if (!cli::path_exists(out_)) return check_logs_spec(opt);
   *v = io::verify_results_file(out_);
   const std::string fix = "icl-sweep verify " + out_ + " --repair --spec SPEC rebuilds it from its intact rows and logs; or --force to start over";
   // verify --repair never destroys what it cannot read: the file is kept beside the rebuilt one.
@@ -403,10 +428,14 @@ int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) c
   };
   if (v->n_points < 0) {
     if (!opt.repair) return refuse(out_, std::string(opt.asked) + ": it is unreadable (" + (v->problems.empty() ? "" : v->problems[0]) + "): " + fix);
+    if (const int code = check_logs_spec(opt)) return code;
     return keep_aside("is unreadable");
   }
   if (v->format_version != io::kFormatVersion) {
-    if (opt.repair && !v->attributes_intact) return keep_aside("has damaged attributes (its format among them)");
+    if (opt.repair && !v->attributes_intact) {
+      if (const int code = check_logs_spec(opt)) return code;
+      return keep_aside("has damaged attributes (its format among them)");
+    }
     return refuse(out_, std::string(opt.asked) + ": it was written in format " + std::to_string(v->format_version) + " by another version of icl-sweep (this one writes " +
                             std::to_string(io::kFormatVersion) + "): continue it with that version, or --force to start over");
   }
@@ -414,7 +443,12 @@ int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) c
   std::string why;
   if (!v->attributes_intact) {
     if (!opt.repair) return refuse(out_, std::string(opt.asked) + ": its identity attributes (spec, spec_hash, ...) are damaged: " + fix);
-    // Repair with the spec the user names: every intact row is kept if the rows are this grid's points.
+    // Repair with the spec the user names: every intact row is kept if the rows are this grid's points.  The logs,
+    // and the file's spec where it still hashes to its spec_hash (another attribute was damaged), name the sweep's.
+    if (const int code = check_logs_spec(opt)) return code;
+    if (const std::string stored = stored_spec_hash(f); !stored.empty() && stored != hash_text())
+      return refuse(out_, "--repair: its attributes are damaged, but its spec is intact (it hashes to its spec_hash, " + stored +
+                              ") and is not this spec (hash " + hash_text() + "): repair with the spec the sweep ran with, or without --spec");
     if (v->n_points != grid_.size() || !rows_are_the_plans(f, grid_, v->row_intact, &why))
       return refuse(out_, "--repair: its attributes are damaged and its rows are not this spec's points (" +
                               (v->n_points != grid_.size() ? std::to_string(v->n_points) + " rows, not " + std::to_string(grid_.size()) : why) +

@@ -367,7 +367,7 @@ std::vector<std::string> log_files(const std::string& dir) {
 }
 
 uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_t spec_hash, bool live, const PointVisit& on_point,
-                   const RungVisit& on_rung, std::vector<std::string>* problems) {
+                   const RungVisit& on_rung, std::vector<std::string>* problems, std::map<uint64_t, int64_t>* other_specs) {
   LogFile log(path);
   if (!log.readable()) throw io_error("cannot open the point log", path);
   uint64_t at = from;
@@ -395,6 +395,10 @@ uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_
       if (decode_point(record, spec_hash, &p, &why) && on_point) on_point(std::move(p), ref);
     }
     if (!why.empty()) problems->push_back(path + ": " + why + " at byte " + std::to_string(at));
+    uint64_t hash = spec_hash;   // the frame: length, magic, the spec hash
+    if (other_specs && len >= 24 + 8 && (record.compare(8, 8, kMagic) == 0 || record.compare(8, 8, kRungMagic) == 0))
+      std::memcpy(&hash, record.data() + 16, 8);
+    if (other_specs && hash != spec_hash) ++(*other_specs)[hash];
     at += len;
   }
   return at;
@@ -405,7 +409,7 @@ LogStats visit_point_logs(const std::string& dir, uint64_t spec_hash, const Poin
   stats.paths = log_files(dir);
   for (size_t file = 0; file < stats.paths.size(); ++file) {
     try {
-      visit_log(stats.paths[file], static_cast<int32_t>(file), 0, spec_hash, false, on_point, on_rung, &stats.problems);
+      visit_log(stats.paths[file], static_cast<int32_t>(file), 0, spec_hash, false, on_point, on_rung, &stats.problems, &stats.other_specs);
     } catch (const IoError& e) {
       stats.problems.push_back(e.what());
     }

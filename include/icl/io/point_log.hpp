@@ -77,6 +77,7 @@ struct RecordRef {
 struct LogStats {
   std::vector<std::string> paths;      // the *.log files, sorted by name
   std::vector<std::string> problems;   // torn or damaged records, records of other specs
+  std::map<uint64_t, int64_t> other_specs;   // intact records of other specs: their spec hash, how many
 };
 using PointVisit = std::function<void(LoggedPoint&& p, const RecordRef& where)>;
 using RungVisit = std::function<void(LoggedRung&& g, const RecordRef& where)>;
@@ -84,9 +85,10 @@ using RungVisit = std::function<void(LoggedRung&& g, const RecordRef& where)>;
 // reading through a window: time linear in the records, memory independent of them.
 LogStats visit_point_logs(const std::string& dir, uint64_t spec_hash, const PointVisit& on_point, const RungVisit& on_rung = {});
 // One log from byte `from` on, as visit_point_logs; returns where it stopped (its end, or in `live` mode
-// the start of the first record that does not read yet: being written, or not yet seen here).  Throws IoError if the log cannot be opened.
+// the start of the first record that does not read yet: being written, or not yet seen here).  Counts the intact
+// records of other specs in `other_specs` unless it is null.  Throws IoError if the log cannot be opened.
 uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_t spec_hash, bool live, const PointVisit& on_point,
-                   const RungVisit& on_rung, std::vector<std::string>* problems);
+                   const RungVisit& on_rung, std::vector<std::string>* problems, std::map<uint64_t, int64_t>* other_specs = nullptr);
 // The *.log files of `dir`, sorted by name.
 std::vector<std::string> log_files(const std::string& dir);
 // Reads single records by where they are: exactly the record's bytes, checked.  The logs stay open, the most
