@@ -33,29 +33,32 @@ grep -q "step 400: 18 reached, 12 pruned; step 1200: 6 reached, 4 pruned" <<<"$o
   && ok "status without the logs: the rungs counted from OUT.h5's rows" || fail "status without the logs: $out"
 
 # A repair of damaged attributes with a spec that differs only outside the points (the rungs): refused (exit 2), the
-# file untouched, whether the logs tell (records of the sweep's spec) or the file's spec, still intact beside its
-# spec_hash; the sweep's own spec repairs it.  Before, the repair wrote the other rungs into the file's spec and status
-# counted the halving by them.  A --resume with that spec where OUT.h5 is gone: refused too (it wrote its points
-# beside the sweep's in one directory).
+# file untouched, whatever names the sweep's spec: its logs, or (no logs) its spec_hash or its spec attribute, the
+# other one damaged; the sweep's own spec repairs each.  Before, the repair wrote the other rungs into the file's spec
+# and status counted the halving by them.  A --resume with that spec where OUT.h5 is gone: refused too (it wrote
+# its points beside the sweep's in one directory).
 sed 's/^rungs = .*/rungs = 400 2400/' "$spec" > "$dir/rungs.ini"
-cp "$dir/r1.h5" "$dir/ra.h5"; cp -r "$dir/r1.h5.points" "$dir/ra.h5.points"
-"$py" - "$dir/ra.h5" <<'PY'
+for damage in written_utc spec spec_hash format_version; do
+  for logs in with without; do
+    [ $logs = with ] && [ $damage != written_utc ] && continue
+    rm -rf "$dir"/ra.h5*; cp "$dir/r1.h5" "$dir/ra.h5"
+    [ $logs = with ] && cp -r "$dir/r1.h5.points" "$dir/ra.h5.points"
+    "$py" - "$dir/ra.h5" $damage <<'PY'
 import h5py, sys
 with h5py.File(sys.argv[1], "r+") as f:
-    f.attrs["written_utc"] = "2000-01-01T00:00:00Z"
+    a = sys.argv[2]
+    f.attrs[a] = {"written_utc": "2000-01-01T00:00:00Z", "spec": "damaged", "spec_hash": "0123456789abcdef", "format_version": 7}[a]
 PY
-before=$(md5sum < "$dir/ra.h5")
-for logs in with without; do
-  [ $logs = without ] && mv "$dir/ra.h5.points" "$dir/ra.logs"
-  out=$("$bin" verify "$dir/ra.h5" --repair --spec "$dir/rungs.ini" 2>&1); rc=$?
-  [ $rc -eq 2 ] && grep -q "of another spec\|its spec is intact" <<<"$out" && [ "$(md5sum < "$dir/ra.h5")" = "$before" ] \
-    && ok "repair with other rungs, $logs the logs: refused, file untouched" || fail "repair with other rungs, $logs the logs: rc $rc: $out"
+    before=$(md5sum < "$dir/ra.h5")
+    out=$("$bin" verify "$dir/ra.h5" --repair --spec "$dir/rungs.ini" 2>&1); rc=$?
+    [ $rc -eq 2 ] && grep -q "of another spec\|nothing names this spec" <<<"$out" && [ "$(md5sum < "$dir/ra.h5")" = "$before" ] \
+      && [ "$(ls "$dir" | grep -c '^ra\.h5\.')" = "$([ $logs = with ] && echo 1 || echo 0)" ] \
+      && ok "repair with other rungs, $damage damaged, $logs the logs: refused, nothing written" || fail "repair with other rungs, $damage, $logs the logs: rc $rc: $out"
+    "$bin" verify "$dir/ra.h5" --repair --spec "$spec" >/dev/null 2>&1 || fail "repair with the sweep's spec, $damage damaged, $logs the logs"
+    [ $logs = with ] && compare "$dir/r1.h5" "$dir/ra.h5" "repair with the sweep's spec == original"
+  done
 done
-[ -e "$dir/ra.h5.points" ] && fail "the refused repair left ra.h5.points/ behind"
-rm -rf "$dir/ra.h5.points"; mv "$dir/ra.logs" "$dir/ra.h5.points"
-"$bin" verify "$dir/ra.h5" --repair --spec "$spec" >/dev/null 2>&1 || fail "repair with the sweep's spec"
-compare "$dir/r1.h5" "$dir/ra.h5" "repair with the sweep's spec == original"
-rm "$dir/ra.h5"
+rm -rf "$dir"/ra.h5*; cp -r "$dir/r1.h5.points" "$dir/ra.h5.points"
 out=$("$bin" run "$dir/rungs.ini" -o "$dir/ra.h5" --resume --quiet 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -q "of another spec" <<<"$out" && [ ! -e "$dir/ra.h5" ] && [ "$(ls "$dir/ra.h5.points"/*.log | wc -l)" = "$(ls "$dir/r1.h5.points"/*.log | wc -l)" ] \
   && ok "--resume with other rungs on the sweep's logs: refused, nothing written" || fail "--resume with other rungs: rc $rc: $out"
@@ -68,6 +71,19 @@ grep -qF "16 point(s) pruned by successive halving" <<<"$out" && [ -s "$dir/repo
 # The survivors against the full grid trained straight through.
 grep -v '^search\|^rungs' "$spec" > "$dir/full.ini"
 mpi 2 "$bin" run "$dir/full.ini" -o "$dir/full.h5" --quiet || fail "full grid run"
+# Another sweep's logs in the directory (the full grid's beside the halving sweep's): verify names them (exit 1); merge,
+# --resume and --repair refuse (exit 2), naming them, and write nothing.
+cp "$dir/r1.h5" "$dir/mx.h5"; cp -r "$dir/r1.h5.points" "$dir/mx.h5.points"
+for log in "$dir"/full.h5.points/*.log; do cp "$log" "$dir/mx.h5.points/full-$(basename "$log")"; done
+before=$(md5sum < "$dir/mx.h5"; ls "$dir/mx.h5.points")
+out=$("$bin" verify "$dir/mx.h5" 2>&1); rc=$?
+[ $rc -eq 1 ] && grep -q "^other spec .*full-" <<<"$out" && ok "verify names another sweep's logs (exit 1)" || fail "verify of mixed logs: rc $rc: $out"
+for cmd in "merge" "run $spec --resume --quiet -o" "verify --repair"; do
+  out=$("$bin" $cmd "$dir/mx.h5" 2>&1); rc=$?
+  [ $rc -eq 2 ] && grep -q "full-.* are of another spec" <<<"$out" && [ "$(md5sum < "$dir/mx.h5"; ls "$dir/mx.h5.points")" = "$before" ] \
+    && ok "${cmd%% *} with another sweep's logs beside: refused, nothing written" || fail "$cmd with mixed logs: rc $rc: $out"
+done
+
 "$py" - "$dir/r1.h5" "$dir/full.h5" "$src/../tools/python" <<'PY' && ok "survivors == straight-through points bit for bit; pruned curves == their prefix" || fail "halving vs full grid"
 import sys, h5py, numpy as np
 sys.path.insert(0, sys.argv[3])

@@ -72,10 +72,15 @@ TEST(PointLog, RoundTripTornTailDamageAndForeignSpec) {
   EXPECT_EQ(s.points[2].result.analysis_message, "analysis broke");
 
   EXPECT_EQ(io::scan_point_logs(dir, 0x123).points.size(), 0u);   // another spec's records are not taken
-  EXPECT_EQ(io::scan_point_logs(dir, 0x123).problems.size(), 3u);
-  // ... and are counted by their spec (a resume or repair refuses a directory that holds another sweep's)
+  EXPECT_EQ(io::scan_point_logs(dir, 0x123).problems, std::vector<std::string>{path + ": records of a different spec"});
+  // ... and are counted by their spec, with their logs, not as damage (a resume or repair refuses a directory that
+  // holds another sweep's)
   const io::LogStats other = io::visit_point_logs(dir, 0x123, [](io::LoggedPoint&&, const io::RecordRef&) {});
-  EXPECT_EQ(other.other_specs, (std::map<uint64_t, int64_t>{{0xabc, 3}}));
+  ASSERT_EQ(other.other_specs.size(), 1u);
+  EXPECT_EQ(other.other_specs.begin()->first, 0xabcu);
+  EXPECT_EQ(other.other_specs.begin()->second.records, 3);
+  EXPECT_EQ(other.other_specs.begin()->second.logs, std::vector<std::string>{path});
+  EXPECT_TRUE(other.problems.empty());
   EXPECT_TRUE(io::visit_point_logs(dir, 0xabc, [](io::LoggedPoint&&, const io::RecordRef&) {}).other_specs.empty());
 
   const std::string bytes = read_all(path);

@@ -253,14 +253,9 @@ int print_status(const std::string& out, bool* running) {
   std::printf("records     %lld in the logs, %lld duplicate%s\n", static_cast<long long>(logs.records), static_cast<long long>(logs.duplicates),
               logs.duplicates == 1 ? "" : "s");
   print_rungs(logs, seen, stored.rungs, seconds);
-  int64_t other = 0;
-  for (const auto& [hash, count] : logs.stats.other_specs) other += count;
-  if (other)
-    std::printf("other spec  %lld record(s) of another spec in the logs: --resume and merges refuse while they are there\n",
-                static_cast<long long>(other));
-  if (logs.stats.problems.size() > static_cast<size_t>(other))
-    std::printf("unreadable  %lld record(s) (torn by a kill, or damaged): recomputed by the next --resume\n",
-                static_cast<long long>(logs.stats.problems.size()) - static_cast<long long>(other));
+  print_other_specs(logs.stats.other_specs);
+  if (!logs.stats.problems.empty())
+    std::printf("unreadable  %zu record(s) (torn by a kill, or damaged): recomputed by the next --resume\n", logs.stats.problems.size());
   if (*running) print_rate(logs, done, stored.total);
   if (*running && !merge_in_progress(dir)) print_in_flight(dir, 20);   // after a kill -9, the merge: no point is in flight
   return kExitOk;

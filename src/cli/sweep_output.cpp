@@ -66,16 +66,6 @@ std::string hash_hex(uint64_t hash) {
   return text;
 }
 
-// The file's spec_hash where its spec attribute still hashes to it, else "".
-std::string stored_spec_hash(const io::File& f) {
-  try {
-    const std::string hash = io::get_attr_string(f, "/", "spec_hash");
-    return hash == hash_hex(sweep::spec_hash(io::get_attr_string(f, "/", "spec"))) ? hash : "";
-  } catch (const std::exception&) {
-    return "";
-  }
-}
-
 int refuse(const std::string& out, const std::string& why) {
   std::cerr << "icl-sweep: option 'output' = '" << out << "': " << why << "\n";
   return kExitUsage;
@@ -402,14 +392,46 @@ bool rows_are_the_plans(const io::File& f, const sweep::Grid& grid, const std::v
 
 }  // namespace
 
-// One sweep's logs.  Before this, a repair of damaged attributes with a spec that differed only outside the points
-// (the halving's rungs) was accepted: it rewrote the file's spec, and the logs' records were not read.
+// One sweep's logs: another spec's records in them (a run of another spec resumed here, or a repair with one,
+// before this) refuse, naming the logs that hold them.
 int SweepOutput::check_logs_spec(const OutputOptions& opt) const {
-  const std::map<uint64_t, int64_t>& other = index(true).other_specs();
+  const io::OtherSpecs& other = index(true).other_specs();
   if (other.empty()) return 0;
-  return refuse(out_, std::string(opt.asked) + ": " + dir_ + "/ holds " + std::to_string(other.begin()->second) + " record(s) of another spec (hash " +
-                          hash_hex(other.begin()->first) + (other.size() > 1 ? ", and others" : "") + "; this spec's is " + hash_text() +
-                          "): pass the spec the sweep ran with, or move another sweep's logs out of it" + (opt.repair ? "" : ", or --force to start over"));
+  const auto& [hash, o] = *other.begin();
+  std::string logs = o.logs[0];
+  for (size_t k = 1; k < std::min<size_t>(o.logs.size(), 3); ++k) logs += ", " + o.logs[k];
+  if (o.logs.size() > 3) logs += " and " + std::to_string(o.logs.size() - 3) + " more";
+  const bool merge = opt.asked == std::string("merge"), theirs = index(true).records() == 0;   // none of this spec's
+  const std::string what = std::string(merge || !theirs ? "" : opt.repair ? "repair with the spec that wrote them (--spec), or " : "run the spec that wrote them, or ") +
+                           "move those logs out of " + dir_ + "/" + (merge ? " and merge again" : opt.repair ? "" : ", or --force to start over");
+  return refuse(out_, std::string(opt.asked) + ": " + std::to_string(o.records) + " record(s) in " + logs + " are of another spec (hash " +
+                          hash_hex(hash) + (other.size() > 1 ? ", and others" : "") + "; this spec's is " + hash_text() + "): " + what);
+}
+
+// A repair of damaged attributes: this spec must be the one its logs name (check_logs_spec) or, with no record of it
+// in the logs, the one its spec_hash or its spec attribute names, whichever is intact.  Before, a spec that differed
+// outside the points (the halving's rungs) was taken and rewrote the file's spec.
+int SweepOutput::check_repair_spec(const OutputOptions& opt) const {
+  if (const int code = check_logs_spec(opt)) return code;
+  if (index(true).records() > 0) return 0;
+  std::string stored_hash = "unreadable", stored_spec = "unreadable";
+  try {
+    const io::File f = io::File::open_read(out_);
+    stored_hash = io::get_attr_string(f, "/", "spec_hash");
+    stored_spec = hash_hex(sweep::spec_hash(io::get_attr_string(f, "/", "spec")));
+  } catch (const std::exception&) {
+  }
+  if (stored_hash == hash_text() || stored_spec == hash_text()) return 0;
+  return refuse(out_, "--repair: its attributes are damaged and nothing names this spec (hash " + hash_text() + "): not its spec_hash (" + stored_hash +
+                          "), not its spec (hashing to " + stored_spec + "), and no log: repair with the spec the sweep ran with");
+}
+
+void print_other_specs(const io::OtherSpecs& other) {
+  for (const auto& [hash, o] : other) {
+    std::printf("other spec  %lld record(s) of another spec (hash %s) in", static_cast<long long>(o.records), hash_hex(hash).c_str());
+    for (const std::string& log : o.logs) std::printf(" %s", log.c_str());
+    std::printf(": another sweep's logs; --resume, merge and --repair refuse until they are moved out\n");
+  }
 }
 
 // Checked before the file is believed or set aside: where OUT.h5 is missing, unreadable or its attributes are
@@ -428,12 +450,12 @@ int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) c
   };
   if (v->n_points < 0) {
     if (!opt.repair) return refuse(out_, std::string(opt.asked) + ": it is unreadable (" + (v->problems.empty() ? "" : v->problems[0]) + "): " + fix);
-    if (const int code = check_logs_spec(opt)) return code;
+    if (const int code = check_logs_spec(opt)) return code;   // its attributes unreadable too: only the logs can tell
     return keep_aside("is unreadable");
   }
   if (v->format_version != io::kFormatVersion) {
     if (opt.repair && !v->attributes_intact) {
-      if (const int code = check_logs_spec(opt)) return code;
+      if (const int code = check_repair_spec(opt)) return code;
       return keep_aside("has damaged attributes (its format among them)");
     }
     return refuse(out_, std::string(opt.asked) + ": it was written in format " + std::to_string(v->format_version) + " by another version of icl-sweep (this one writes " +
@@ -443,12 +465,8 @@ int SweepOutput::check_identity(const OutputOptions& opt, io::Verification* v) c
   std::string why;
   if (!v->attributes_intact) {
     if (!opt.repair) return refuse(out_, std::string(opt.asked) + ": its identity attributes (spec, spec_hash, ...) are damaged: " + fix);
-    // Repair with the spec the user names: every intact row is kept if the rows are this grid's points.  The logs,
-    // and the file's spec where it still hashes to its spec_hash (another attribute was damaged), name the sweep's.
-    if (const int code = check_logs_spec(opt)) return code;
-    if (const std::string stored = stored_spec_hash(f); !stored.empty() && stored != hash_text())
-      return refuse(out_, "--repair: its attributes are damaged, but its spec is intact (it hashes to its spec_hash, " + stored +
-                              ") and is not this spec (hash " + hash_text() + "): repair with the spec the sweep ran with, or without --spec");
+    // Repair with the spec the user names, if it is the sweep's: every intact row is kept if the rows are this grid's points.
+    if (const int code = check_repair_spec(opt)) return code;
     if (v->n_points != grid_.size() || !rows_are_the_plans(f, grid_, v->row_intact, &why))
       return refuse(out_, "--repair: its attributes are damaged and its rows are not this spec's points (" +
                               (v->n_points != grid_.size() ? std::to_string(v->n_points) + " rows, not " + std::to_string(grid_.size()) : why) +

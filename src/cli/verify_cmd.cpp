@@ -54,8 +54,9 @@ int parse_verify_args(int argc, char** argv, VerifyArgs* args) {
   return kContinue;
 }
 
-// The logs' lines: their files, the intact records of this spec and the damaged ones.
-void print_logs(const std::string& dir, const sweep::Spec& spec) {
+// The logs' lines: their files, the intact records of this spec, another spec's and the damaged ones; whether the
+// directory holds another spec's (which --resume, merge and --repair refuse).
+bool print_logs(const std::string& dir, const sweep::Spec& spec) {
   int64_t points = 0, rungs = 0;
   const io::LogStats scan = io::visit_point_logs(
       dir, sweep::spec_hash(spec.text), [&](io::LoggedPoint&&, const io::RecordRef&) { ++points; },
@@ -64,6 +65,8 @@ void print_logs(const std::string& dir, const sweep::Spec& spec) {
   if (rungs) std::printf(" and %lld rung checkpoint(s) (successive halving)", static_cast<long long>(rungs));
   std::printf("\n");
   for (const std::string& p : scan.problems) std::printf("damaged     %s\n", p.c_str());
+  print_other_specs(scan.other_specs);
+  return !scan.other_specs.empty();
 }
 
 // Rewrites OUT.h5 from its intact rows and the logs; the run's provenance (not in the logs) is carried
@@ -106,11 +109,13 @@ int verify_main(int argc, char** argv) {
   sweep::Grid grid;
   std::string why;
   const bool have_grid = stored_grid(out, args.spec_file, &spec, &grid, &why);
-  if (have_grid) print_logs(out + ".points", spec);
+  const bool mixed = have_grid && print_logs(out + ".points", spec);
   const bool damaged = !v.problems.empty();
   if (!args.repair) {
-    std::printf("%s\n", damaged ? "verdict     damaged: icl-sweep verify --repair recovers what the logs hold" : "verdict     intact");
-    return damaged ? kExitFailure : kExitOk;
+    std::printf("%s\n", damaged ? "verdict     damaged: icl-sweep verify --repair recovers what the logs hold"
+                         : mixed ? "verdict     intact, but its logs hold another sweep's records (other spec, above)"
+                                 : "verdict     intact");
+    return damaged || mixed ? kExitFailure : kExitOk;
   }
   if (!have_grid) {
     std::fprintf(stderr, "icl-sweep verify: cannot repair '%s': the spec is unusable (%s); pass the original spec file with --spec SPEC\n",

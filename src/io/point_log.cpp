@@ -367,7 +367,7 @@ std::vector<std::string> log_files(const std::string& dir) {
 }
 
 uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_t spec_hash, bool live, const PointVisit& on_point,
-                   const RungVisit& on_rung, std::vector<std::string>* problems, std::map<uint64_t, int64_t>* other_specs) {
+                   const RungVisit& on_rung, std::vector<std::string>* problems, OtherSpecs* other_specs) {
   LogFile log(path);
   if (!log.readable()) throw io_error("cannot open the point log", path);
   uint64_t at = from;
@@ -386,6 +386,16 @@ uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_
     }
     const std::string record(log.bytes(at, len), len);
     const RecordRef ref{file, at, len};
+    uint64_t hash = spec_hash;   // the frame: length, magic, the spec hash
+    if (other_specs && len >= 24 + 8 && (record.compare(8, 8, kMagic) == 0 || record.compare(8, 8, kRungMagic) == 0))
+      std::memcpy(&hash, record.data() + 16, 8);
+    if (hash != spec_hash) {   // another sweep's, not damage
+      OtherSpec& o = (*other_specs)[hash];
+      if (o.logs.empty() || o.logs.back() != path) o.logs.push_back(path);
+      ++o.records;
+      at += len;
+      continue;
+    }
     std::string why;
     if (record.compare(8, 8, kRungMagic) == 0) {
       LoggedRung g;
@@ -395,10 +405,6 @@ uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_
       if (decode_point(record, spec_hash, &p, &why) && on_point) on_point(std::move(p), ref);
     }
     if (!why.empty()) problems->push_back(path + ": " + why + " at byte " + std::to_string(at));
-    uint64_t hash = spec_hash;   // the frame: length, magic, the spec hash
-    if (other_specs && len >= 24 + 8 && (record.compare(8, 8, kMagic) == 0 || record.compare(8, 8, kRungMagic) == 0))
-      std::memcpy(&hash, record.data() + 16, 8);
-    if (other_specs && hash != spec_hash) ++(*other_specs)[hash];
     at += len;
   }
   return at;
@@ -473,6 +479,8 @@ LogScan scan_point_logs(const std::string& dir, uint64_t spec_hash) {
       dir, spec_hash, [&](LoggedPoint&& p, const RecordRef&) { scan.points.push_back(std::move(p)); },
       [&](LoggedRung&& g, const RecordRef&) { scan.rungs.push_back(std::move(g)); });
   scan.problems = std::move(stats.problems);
+  for (const auto& [hash, o] : stats.other_specs)
+    for (const std::string& log : o.logs) scan.problems.push_back(log + ": records of a different spec");
   scan.files = static_cast<int>(stats.paths.size());
   return scan;
 }

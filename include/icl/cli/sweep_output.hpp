@@ -58,7 +58,7 @@ class LogIndex {
   void visit_records(int64_t first, int64_t n, const std::function<void(int64_t i, const io::LoggedPoint* r)>& f) const;
   const std::set<std::string>& builds() const { return builds_; }
   const std::vector<std::string>& problems() const { return problems_; }
-  const std::map<uint64_t, int64_t>& other_specs() const { return other_specs_; }   // intact records of other specs
+  const io::OtherSpecs& other_specs() const { return other_specs_; }   // another sweep's records
   int64_t records() const { return records_; }
   int64_t duplicates() const { return duplicates_; }
   double first_finish() const { return first_; }
@@ -81,7 +81,7 @@ class LogIndex {
   std::vector<uint64_t> scanned_;   // bytes of each log read so far
   std::set<std::string> builds_;
   std::vector<std::string> problems_;
-  std::map<uint64_t, int64_t> other_specs_;
+  io::OtherSpecs other_specs_;
   int64_t done_ = 0, records_ = 0, duplicates_ = 0;
   double first_ = 1e300, last_ = 0;
   mutable io::RecordReader reader_;
@@ -131,7 +131,8 @@ class SweepOutput {
   int prepare_locked(const OutputOptions& opt);   // prepare's steps that need the lock
   // --resume: OUT.h5's identity (format, attributes, spec, builds) must be ours; refusals print why.
   int check_identity(const OutputOptions& opt, io::Verification* v) const;
-  int check_logs_spec(const OutputOptions& opt) const;   // exit 2 where the logs hold records of another spec
+  int check_logs_spec(const OutputOptions& opt) const;     // exit 2 where the logs hold records of another spec
+  int check_repair_spec(const OutputOptions& opt) const;   // exit 2 unless the logs or an intact attribute name this spec
   // --resume: OUT.h5's intact finished rows that the logs lack go to a log of their own.
   void import_rows(const io::Verification& v) const;
   std::string temporary() const;   // OUT.h5.icl-merge-<spec hash>-<pid>.tmp, where a merge writes
@@ -158,6 +159,9 @@ io::Attributes run_provenance(const std::string& out, bool with_end);
 
 // True if a sweep process holds the lock on `dir` now.
 bool sweep_running(const std::string& dir);
+
+// status's and verify's line for each other spec whose records the logs hold: how many, which logs.
+void print_other_specs(const io::OtherSpecs& other);
 
 // Whether `name`, in OUT.h5's directory, is a merge's temporary of OUT.h5 (its file name `base`): of any spec and
 // any process; a user's file never matches.

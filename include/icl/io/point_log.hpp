@@ -74,10 +74,16 @@ struct RecordRef {
   int32_t file = -1;
   uint64_t offset = 0, length = 0;
 };
+// Intact records of another spec (another sweep's logs in this directory), by that spec's hash.
+struct OtherSpec {
+  int64_t records = 0;
+  std::vector<std::string> logs;   // the logs that hold them, in the order visited
+};
+using OtherSpecs = std::map<uint64_t, OtherSpec>;
 struct LogStats {
   std::vector<std::string> paths;      // the *.log files, sorted by name
-  std::vector<std::string> problems;   // torn or damaged records, records of other specs
-  std::map<uint64_t, int64_t> other_specs;   // intact records of other specs: their spec hash, how many
+  std::vector<std::string> problems;   // torn or damaged records
+  OtherSpecs other_specs;
 };
 using PointVisit = std::function<void(LoggedPoint&& p, const RecordRef& where)>;
 using RungVisit = std::function<void(LoggedRung&& g, const RecordRef& where)>;
@@ -85,10 +91,10 @@ using RungVisit = std::function<void(LoggedRung&& g, const RecordRef& where)>;
 // reading through a window: time linear in the records, memory independent of them.
 LogStats visit_point_logs(const std::string& dir, uint64_t spec_hash, const PointVisit& on_point, const RungVisit& on_rung = {});
 // One log from byte `from` on, as visit_point_logs; returns where it stopped (its end, or in `live` mode
-// the start of the first record that does not read yet: being written, or not yet seen here).  Counts the intact
-// records of other specs in `other_specs` unless it is null.  Throws IoError if the log cannot be opened.
+// the start of the first record that does not read yet: being written, or not yet seen here).  The intact records
+// of other specs go to `other_specs`, or where it is null to `problems` as the rest.  Throws IoError if the log cannot be opened.
 uint64_t visit_log(const std::string& path, int32_t file, uint64_t from, uint64_t spec_hash, bool live, const PointVisit& on_point,
-                   const RungVisit& on_rung, std::vector<std::string>* problems, std::map<uint64_t, int64_t>* other_specs = nullptr);
+                   const RungVisit& on_rung, std::vector<std::string>* problems, OtherSpecs* other_specs = nullptr);
 // The *.log files of `dir`, sorted by name.
 std::vector<std::string> log_files(const std::string& dir);
 // Reads single records by where they are: exactly the record's bytes, checked.  The logs stay open, the most
