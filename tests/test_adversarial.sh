@@ -324,19 +324,21 @@ out=$("$bin" verify "$dir/sp.h5" --repair --spec "$spec" 2>&1); rc=$?
 n=$("$py" -c "import h5py,sys; print(sum(s != b'pending' for s in h5py.File(sys.argv[1],'r')['points/status'][:]))" "$dir/sp.h5")
 [ $rc -eq 0 ] && [ "$n" = 15 ] && ok "repair without logs and with a damaged spec keeps the 15 intact rows" || fail "repair keeps rows: rc $rc, $n ok: $out"
 
-# 13. The loader and the report check the row digests: a changed value is named, never read as data.
+# 13. The loader and the report check the row digests: a changed value is named, never read as data (nor
+#     a changed /analysis series of the row: Sweep.analysis returned the changed values before).
 cp "$dir/ref.h5" "$dir/ld.h5"
 "$py" - "$dir/ld.h5" <<'PY'
 import h5py, sys
 with h5py.File(sys.argv[1], "r+") as f:
     f["points/message"][4] = b"fabricated"
     f["metrics/test_loss"][9] = 0.0
+    f["analysis/gd_eta"][9] = 123.0
 PY
 out=$(PYTHONPATH="$src/../tools/python" "$py" -W always -c "
 import sys, numpy as np, icl_sweep
 s = icl_sweep.open_sweep(sys.argv[1])
-print(list(s.damaged), s.points['status'][9], np.isnan(s.metrics['test_loss'][9]))" "$dir/ld.h5" 2>&1)
-grep -q "\[4, 9\] damaged True" <<<"$out" && grep -q "2 row(s) damaged" <<<"$out" && ok "loader: damaged rows 4 and 9 named, NaN" || fail "loader digests: $out"
+print(list(s.damaged), s.points['status'][9], np.isnan(s.metrics['test_loss'][9]), np.isnan(s.analysis('gd_eta')[9]).all())" "$dir/ld.h5" 2>&1)
+grep -q "\[4, 9\] damaged True True" <<<"$out" && grep -q "2 row(s) damaged" <<<"$out" && ok "loader: damaged rows 4 and 9 named, NaN (their /analysis series too)" || fail "loader digests: $out"
 out=$("$src/../tools/icl-report" "$dir/ld.h5" -o "$dir/ld_report" 2>&1)
 grep -q "2 row(s) damaged" <<<"$out" && ok "icl-report names the damaged rows" || fail "report digests: $out"
 

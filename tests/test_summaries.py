@@ -148,6 +148,40 @@ def halving_sweep(path):
     return winners
 
 
+def three_survivors(path, search, zipped=False):
+    """One condition, lr 0.001, 0.01, 0.1 x 3 replicas, halved with `search`; three survivors: (0.001, replica 0)
+    loss 0.30, (0.001, 1) 0.10, (0.01, 2) 0.15.  The best single survivor is 0.10 (lr 0.001); the rate of least
+    mean loss is 0.01; each replica's winner: 0.30, 0.10, 0.15."""
+    points = {k: [] for k in ("layers", "lr", "replica", "seed", "status")}
+    survivors = {(0.001, 0): 0.30, (0.001, 1): 0.10, (0.01, 2): 0.15}
+    losses = []
+    for lr in RATES:
+        for rep in range(3):
+            points["layers"].append(1)
+            points["lr"].append(lr)
+            points["replica"].append(rep)
+            points["seed"].append(7000 + len(losses))
+            points["status"].append("ok" if (lr, rep) in survivors else "pruned")
+            losses.append(survivors.get((lr, rep), np.nan))
+    if zipped:   # beta1 zipped with the rate: a zip group is searched whole
+        points["beta1"] = [{0.001: 0.9, 0.01: 0.95, 0.1: 0.99}[lr] for lr in points["lr"]]
+    write_sweep(path, points, losses, f"d = 4\nn = 10\nlr = 0.001 0.01 0.1\nrepeats = 3\nsearch = {search}\nrungs = 50\n")
+
+
+def analysed_sweep(path):
+    """The grid file's shape, 2 layers x 1 rate x 4 replicas, every point ok; point 1's analysis failed (its
+    loss_gd NaN); a pool loss stored as plain MSE (its convention attribute) of 2.0 everywhere."""
+    points = {"layers": [1, 1, 1, 1, 2, 2, 2, 2], "lr": [0.01] * 8, "replica": [0, 1, 2, 3] * 2,
+              "seed": list(range(8000, 8008)), "status": ["ok"] * 8}
+    write_sweep(path, points, [0.5, 0.6, 0.7, 0.8, 0.4, 0.5, 0.6, 0.7], "d = 4\nn = 10\nlayers = 1 2\nrepeats = 4\n")
+    with h5py.File(path, "r+") as f:
+        del f["points/analysis_status"]
+        f["points/analysis_status"] = _text(["ok", "failed"] + ["ok"] * 6)
+        f["metrics/loss_gd"][1] = np.nan
+        f["metrics/pool_loss_tf"] = np.full(8, 2.0)
+        f["metrics/pool_loss_tf"].attrs["convention"] = "MSE (plain mean squared error; [VO23], [V24] tables show half)"
+
+
 def run_report(argv):
     from icl_sweep import report
     out = io.StringIO()
@@ -289,6 +323,62 @@ class Summaries(unittest.TestCase):
         self.assertEqual([got[k][col["n_pruned"]] for k in (1, 2, 3)], ["8", "7", "8"])
         self.assertEqual(got[3][col["n"]], "0")
         self.assertTrue(np.isnan(num(got[3][col["test_loss median"]])))
+
+
+class HalvingWinnersAndCounts(unittest.TestCase):
+    """The summary of a successive-halving file is each group's winner, as halving.csv names it, whatever the
+    order of `search` (the searched axes were resolved one at a time by their mean loss: 0.15 or 0.10 by the
+    order); with the replica not searched, each replica's winner (C++ halves them apart; the rates' mean loss
+    pooled them and kept one).  A point trained but not analysed is counted, and each metric has its n.  --half
+    halves every loss its convention names (pool_loss_* was left as stored beside halved losses)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def report(self, name, argv=()):
+        out = os.path.join(self.tmp.name, name + "_report")
+        run_report([os.path.join(self.tmp.name, name + ".h5"), "-o", out] + list(argv))
+        header, rows = read_csv(os.path.join(out, "summary.csv"))
+        return [dict(zip(header, r)) for r in rows]
+
+    def test_winner_whatever_the_order_of_search(self):
+        for k, search in enumerate(("replica lr", "lr replica")):
+            three_survivors(os.path.join(self.tmp.name, f"order{k}.h5"), search)
+            rows = self.report(f"order{k}")
+            self.assertEqual(len(rows), 1, search)
+            self.assertEqual((rows[0]["n"], num(rows[0]["test_loss mean"])), ("1", 0.10), search)
+
+    def test_a_zip_partner_of_a_searched_rate_is_searched_with_it(self):
+        three_survivors(os.path.join(self.tmp.name, "zipped.h5"), "replica lr", zipped=True)
+        rows = self.report("zipped")
+        self.assertEqual([(r["n"], num(r["test_loss mean"])) for r in rows], [("1", 0.10)])
+        header, rows = read_csv(os.path.join(self.tmp.name, "zipped_report", "halving.csv"))
+        self.assertEqual(len(rows), 1, "one group of 9 candidates, not one per beta1")
+
+    def test_each_replicas_winner_where_the_replica_is_not_searched(self):
+        three_survivors(os.path.join(self.tmp.name, "per_replica.h5"), "lr")
+        rows = self.report("per_replica")
+        self.assertEqual(len(rows), 1)
+        self.assertEqual(rows[0]["n"], "3")
+        self.assertAlmostEqual(num(rows[0]["test_loss mean"]), (0.30 + 0.10 + 0.15) / 3)
+
+    def test_analysis_failures_counted_and_each_metric_its_n(self):
+        analysed_sweep(os.path.join(self.tmp.name, "analysed.h5"))
+        rows = {r["layers"]: r for r in self.report("analysed")}
+        self.assertEqual((rows["1"]["n"], rows["1"]["n_analysis_failed"], rows["1"]["test_loss n"], rows["1"]["loss_gd n"]),
+                         ("4", "1", "4", "3"))
+        self.assertEqual(rows["2"]["n_analysis_failed"], "0")
+
+    def test_half_halves_every_loss_by_its_convention(self):
+        analysed_sweep(os.path.join(self.tmp.name, "halved.h5"))
+        rows = self.report("halved", ["--half"])
+        self.assertEqual([num(r["pool_loss_tf mean"]) for r in rows], [1.0, 1.0])
+        self.assertAlmostEqual(num(rows[0]["test_loss mean"]), (0.5 + 0.6 + 0.7 + 0.8) / 4 / 2)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ import re
 import numpy as np
 
 from . import plot
-from .groups import label
+from .groups import halving_group, label
 
 MAX_PANELS = 12
 
@@ -18,9 +18,7 @@ def halving(r):
         return
     searched = found.group(1).split()
     rungs = [int(s) for s in re.search(r"^rungs = (.*)$", spec, re.M).group(1).split()]
-    keys = [k for k in r.sweep.varied() if k not in searched]
-    if "replica" not in searched:
-        keys.append("replica")
+    keys = halving_group(r.sweep, searched)
     column = {k: r.sweep.points[k] for k in keys}
     named = [a for a in searched if a in r.sweep.points] + ["seed"]   # a survivor's name: its rate, replica, seed
     conditions = {}

@@ -7,17 +7,27 @@ DATA_OPTIONS = ("x_dist", "cov", "w_prior", "noise", "d", "n", "norm")
 
 class View:
     """The points a report looks at: the ok points of a sweep, optionally reduced to the best value of
-    some options per condition (`best`, e.g. lr or replica, as the papers report best-of-grid results)."""
+    some options per condition (`best`, e.g. lr or replica, as the papers report best-of-grid results).
+    `halving`: a successive-halving sweep's searched axes; the view is then each candidate group's winner,
+    the survivor with the least test loss (halving.csv's), the group being the other varied options and the
+    replica where it is not searched (C++ halves each replica apart then)."""
 
-    def __init__(self, sweep, best=(), where=None):
+    def __init__(self, sweep, best=(), where=None, halving=()):
         self.sweep = sweep
         self.best = tuple(best)
+        self.halving = tuple(halving) if not best else ()
+        group = halving_group(sweep, self.halving) if self.halving else []
+        if self.halving:   # the searched axes and their zip partners: not conditions
+            self.best = tuple(a for a in sweep.varied() if a not in group)
         self.selected = np.ones(sweep.size, dtype=bool)   # --where: only the points with one of these values
         for option, values in (where or {}).items():
             self.selected &= np.array([any(_matches(v, w) for w in values) for v in sweep.points[option]])
         self.mask = sweep.ok() & self.selected
-        for axis in self.best:
-            self.mask &= _best_mask(sweep, self.mask, axis, self.grid_axes(exclude=(axis,)))
+        if self.halving:
+            self.mask &= _winners(sweep, self.mask, group)
+        else:
+            for axis in self.best:
+                self.mask &= _best_mask(sweep, self.mask, axis, self.grid_axes(exclude=(axis,)))
         # Zipped options are told by every point, not only the ok ones: a value whose points all diverged
         # stays a condition of its own instead of looking determined by another option. (Not by a damaged
         # row: its option values cannot be trusted.)
@@ -76,6 +86,32 @@ def _independent(axes, points, mask):
         if not any(_determines(points, mask, a, b) for a in kept):
             kept.append(b)
     return kept
+
+
+def halving_group(sweep, searched):
+    """The options whose values make one successive-halving group of candidates, as C++ forms it: the varied
+    options neither searched nor zipped with a searched one (a zip group is searched whole: before, a rate's
+    zipped beta1 split its candidates into groups of one rate each), and the replica where it is not searched."""
+    every = sweep.points["status"] != "damaged"
+    axes = [a for a in searched if a in sweep.points]
+    group = [b for b in sweep.varied() if b not in searched and not any(_determines(sweep.points, every, a, b) for a in axes)]
+    return group + ([] if "replica" in searched else ["replica"])
+
+
+def _winners(sweep, mask, group):
+    """Keep, per combination of the `group` options, the point with the least finite test loss (ties: the
+    first), as successive halving names its winner; before, the searched axes were resolved one at a time
+    by their values' mean loss, so the view depended on their order in `search` and pooled the replicas that
+    C++ had halved apart."""
+    keep = np.zeros_like(mask)
+    loss = sweep.metrics["test_loss"]
+    best = {}
+    for i in np.flatnonzero(mask & np.isfinite(loss)):
+        key = tuple(sweep.points[a][i] for a in group)
+        if key not in best or loss[i] < loss[best[key]]:
+            best[key] = i
+    keep[list(best.values())] = True
+    return keep
 
 
 def _best_mask(sweep, mask, axis, others):

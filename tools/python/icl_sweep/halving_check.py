@@ -18,7 +18,7 @@ import sys
 import h5py
 import numpy as np
 
-META = ("status", "message", "seed", "replica", "analysis_message", "analysis_status", "row_digest")
+META = ("status", "message", "seed", "replica", "analysis_message", "analysis_status", "row_digest", "build")
 
 
 def text(v):

@@ -28,7 +28,7 @@ def write(r):
              ("points", f"{r.sweep.size} ({int(r.sweep.ok().sum())} ok)"),
              ("varied", ", ".join(r.view.axes) or "nothing (replicas only)"),
              ("folded", ", ".join(f"{b} (follows {a})" for b, a in r.view.dependents().items()) or "-"),
-             ("best of", ", ".join(r.view.best) or "-"), ("losses shown as", r.scale.note),
+             ("best of", ("successive halving's winners (searched: " + ", ".join(r.view.halving) + ")") if r.view.halving else ", ".join(r.view.best) or "-"), ("losses shown as", r.scale.note),
              ("stored loss convention", a.get("loss_convention", "")),
              ("normalisation", a.get("normalisation_convention", "")),
              ("software", f"{a.get('software_version', '')} ({a.get('git_revision', '')}), {a.get('build_flags', '')}, {a.get('libm', 'libm not recorded')}"),
@@ -44,7 +44,7 @@ def write(r):
         parts.append(f"<p>{r.pruned} point(s) pruned by successive halving (their curves up to the rung are in the file); "
                      "the tables and figures use the survivors.</p>")
     if r.failures:
-        parts.append("<h2>Points that did not finish</h2><pre>" + html.escape("\n".join(r.failures)) + "</pre>")
+        parts.append("<h2>Points that did not finish or were not analysed</h2><pre>" + html.escape("\n".join(r.failures)) + "</pre>")
     parts.append("<h2 id='tables'>Tables</h2><p>Every point: <a href='points.csv'>points.csv</a>.</p>")
     parts += [_table(t) for t in r.tables]
     for key, title in SECTIONS:

@@ -51,6 +51,7 @@ class Sweep:
             self.points = {k: _column(v) for k, v in f["points"].items()}
             self.metrics = {k: v[:] for k, v in f["metrics"].items()}
             self.metric_docs = {k: _text(v.attrs.get("doc", "")) for k, v in f["metrics"].items()}
+            self.metric_conventions = {k: _text(v.attrs.get("convention", "")) for k, v in f["metrics"].items()}
             # The analyses' methods, [(key, label)] in the registry's order (@methods), and {key: label};
             # files written before @methods existed: the labels of /metrics/loss_<key>, in file order.
             self.methods = [tuple(line.split("\t")[:2]) for line in self.attrs.get("methods", "").splitlines() if line]
@@ -87,12 +88,19 @@ class Sweep:
     def ok(self):
         return self.points["status"] == "ok"
 
+    def analysis_failed(self):
+        """The points trained but not analysed (their analysis metrics NaN); none in files without the column."""
+        return self.points.get("analysis_status", np.full(self.size, "", dtype=str)) == "failed"
+
     def analysis(self, name):
-        """/analysis/<name> as a (points, width) array, NaN-padded; all-NaN if the file has no such series."""
+        """/analysis/<name> as a (points, width) array, NaN-padded; all-NaN if the file has no such series,
+        and NaN in a damaged row (it read the row's stored values before)."""
         if name not in self._analysis:
             if name in self.analysis_names:
                 with h5py.File(self.path, "r") as f:
                     self._analysis[name] = f["analysis"][name][:]
+                if len(self.damaged) and self._analysis[name].dtype.kind == "f":
+                    self._analysis[name][self.damaged] = np.nan
             else:
                 self._analysis[name] = np.full((self.size, 0), np.nan)
         return self._analysis[name]

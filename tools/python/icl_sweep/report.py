@@ -34,8 +34,10 @@ class Report:
         self.sweep_name = os.path.splitext(os.path.basename(sweep.path))[0]
         self.figures, self.tables = [], []
         status = sweep.points["status"]
-        self.failures = [f"point {i}: {status[i]}: {sweep.points['message'][i]}"
-                         for i in range(sweep.size) if status[i] not in ("ok", "pruned")]
+        analysis_failed = sweep.analysis_failed()
+        self.failures = [f"point {i}: {status[i]}: {sweep.points['message'][i]}" if status[i] != "ok" else
+                         f"point {i}: trained, analysis failed: {sweep.points['analysis_message'][i]}"
+                         for i in range(sweep.size) if status[i] not in ("ok", "pruned") or (status[i] == "ok" and analysis_failed[i])]
         # Successive halving: pruned points stopped at a rung by design; the tables and --best use the survivors.
         self.pruned = int(np.sum(status == "pruned"))
         # Successive halving: the searched axes (the spec's `search`), else empty.
@@ -97,11 +99,11 @@ def main(argv=None):
         usage_error("file", args.file, f"not a readable icl-sweep results file ({e})")
     stages.done(f"read {sweep.size} points")
     plot.use_methods(sweep.methods)
-    searched = re.search(r"^search = (.*)$", sweep.attrs.get("spec", ""), re.M)
-    if searched and not args.best:   # successive halving: each condition's survivor, as --best over the searched axes
-        args.best = [a for a in searched.group(1).split() if a == "replica" or len(np.unique(sweep.points[a])) > 1]
-        if not args.quiet:
-            print("icl-report: a successive-halving sweep: --best " + " ".join(args.best) + " (the survivors)")
+    found = re.search(r"^search = (.*)$", sweep.attrs.get("spec", ""), re.M)
+    halving = found.group(1).split() if found and not args.best else []   # successive halving: its winners
+    if halving and not args.quiet:
+        print("icl-report: a successive-halving sweep: the tables use each group's winner, as halving.csv names it "
+              "(searched: " + " ".join(halving) + ")")
     for option in args.best:
         if option != "replica" and option not in sweep.points:
             usage_error("--best", option, "must be an option of the file or 'replica'")
@@ -123,7 +125,7 @@ def main(argv=None):
     if not sweep.ok().any():
         usage_error("file", args.file, "has no finished point yet (see icl-sweep status; a running sweep merges its "
                     "finished points into the file every --merge-every seconds)")
-    view = View(sweep, args.best, where)
+    view = View(sweep, args.best, where, halving)
     if not view.mask.any():
         usage_error("--where", " ".join(args.where), "no finished point has these values")
     state = sweep.attrs.get("sweep_state", "complete")
@@ -147,7 +149,7 @@ def main(argv=None):
         if r.pruned:
             print(f"\n{r.pruned} point(s) pruned by successive halving (curves up to their rung kept); tables use the survivors")
         if r.failures:
-            print(f"\n{len(r.failures)} point(s) did not finish:\n  " + "\n  ".join(r.failures[:20]))
+            print(f"\n{len(r.failures)} point(s) did not finish or were not analysed:\n  " + "\n  ".join(r.failures[:20]))
     print(f"\nicl-report: {len(r.figures)} figures, {len(r.tables)} tables, points.csv in {outdir}; "
           f"open {os.path.join(outdir, page)}")
 

@@ -6,15 +6,18 @@ import csv
 import os
 import numpy as np
 
-from .groups import counts, label, robust, sort_key, stats
+from .groups import counts, halving_group, label, robust, sort_key, stats
 
 # Columns of the terminal summary beside the trained model's test loss, when the file has them.
 SUMMARY_METRICS = ("loss_gd", "loss_gdpp", "loss_gdpp_tied", "loss_bayes")
 LOSS_PREFIXES = ("loss_", "adjusted_", "se_", "test_loss", "train_loss")   # se_*: standard errors of losses
 
 
-def is_loss(name):
-    return name.startswith(LOSS_PREFIXES)
+def is_loss(sweep, name):
+    """Whether metric `name` is a loss (plain MSE, halved by --half): its dataset's convention says so, and
+    where it has none (training's losses, older files) its name (before, by name alone: pool_loss_* stayed
+    unhalved beside halved losses)."""
+    return sweep.metric_conventions.get(name, "").startswith("MSE") or name.startswith(LOSS_PREFIXES)
 
 
 def write_points(r):
@@ -36,7 +39,7 @@ def _fmt(value):
     return str(value)
 
 
-STATS = ("mean", "se", "sd", "median", "iqr")   # summary.csv's columns per metric, in this order
+STATS = ("n", "mean", "se", "sd", "median", "iqr")   # summary.csv's columns per metric, in this order: n, its finite values
 
 
 def condition_rows(r):
@@ -49,31 +52,35 @@ def condition_rows(r):
 def summary(r):
     """Per condition (the varied options): n (the points in the statistics: ok, and with --best the kept
     ones), n_diverged, n_failed, n_pruned (over every point of the condition, every --best candidate
-    included), then per metric mean, s.e., s.d., median and IQR of the finite values (empty: NaN)."""
+    included), n_analysis_failed (of the n: trained, but their analysis failed, so the analysis metrics have
+    fewer values), then per metric n, mean, s.e., s.d., median and IQR of its finite values (empty: NaN)."""
     axes = r.view.axes
     metrics = r.sweep.metrics
     status = r.sweep.points["status"]
+    analysis_failed = r.sweep.analysis_failed()
     conditions = condition_rows(r)
-    header = axes + ["n", "n_diverged", "n_failed", "n_pruned"]
+    header = axes + ["n", "n_diverged", "n_failed", "n_pruned", "n_analysis_failed"]
     for name in metrics:
         header += [f"{name} {s}" for s in STATS]
     rows = []
     for key, used, every in conditions:
         c = counts(status[every])
-        row = [str(v) for v in key] + [len(used), c["n_diverged"], c["n_failed"], c["n_pruned"]]
+        row = [str(v) for v in key] + [len(used), c["n_diverged"], c["n_failed"], c["n_pruned"], int(analysis_failed[used].sum())]
         for name, values in metrics.items():
-            st = robust(r.scale(values[used]) if is_loss(name) else values[used])
+            st = robust(r.scale(values[used]) if is_loss(r.sweep, name) else values[used])
             row += [_fmt(st[s]) for s in STATS]
         rows.append(row)
     write_csv(os.path.join(r.outdir, "summary.csv"), header, rows)
     shown = [m for m in SUMMARY_METRICS if m in metrics]
     halving = r.pruned > 0
-    short = [axes + ["n", "diverged", "failed"] + (["pruned"] if halving else [])
+    any_analysis_failed = bool(analysis_failed[r.view.mask].any())
+    short = [axes + ["n", "diverged", "failed"] + (["pruned"] if halving else []) + (["analysis failed"] if any_analysis_failed else [])
              + [f"test_loss ({r.scale.name}) mean +- s.e.", "median [IQR]"] + [f"{m} ({r.scale.name})" for m in shown]]
     for key, used, every in conditions:
         c = counts(status[every])
         row = [str(v) for v in key] + [str(len(used)), str(c["n_diverged"]), str(c["n_failed"])]
         row += [str(c["n_pruned"])] if halving else []
+        row += [str(int(analysis_failed[used].sum()))] if any_analysis_failed else []
         st = robust(r.scale(metrics["test_loss"][used]))
         if st["n"]:
             row += [_mean_se(st), f"{st['median']:.4g} [{st['iqr']:.2g}]"]
@@ -83,8 +90,10 @@ def summary(r):
         short.append(row)
     r.table("summary", "Every condition: test loss (mean +- standard error, median [inter-quartile range] over "
             "replicas) beside GD, GD++ and Bayes (mean +- s.e.)", short[0], short[1:],
-            "n: the points in the statistics (finished; with --best the kept ones); diverged, failed: among every "
-            "point of the condition. All metrics with s.e., s.d., median and IQR: summary.csv. "
+            "n: the points in the statistics (finished; with --best the kept ones; with successive halving each "
+            "group's winner); diverged, failed: among every point of the condition; analysis failed: of the n, "
+            "trained but not analysed (GD, GD++, Bayes have fewer values). All metrics with their n, s.e., s.d., "
+            "median and IQR: summary.csv. "
             f"{r.scale.note}", csv_name="summary.csv")
 
 
@@ -119,9 +128,7 @@ def halving(r):
         return
     pts, status = r.sweep.points, r.sweep.points["status"]
     loss = r.sweep.metrics["test_loss"]
-    keys = [k for k in r.sweep.varied() if k not in searched]
-    if "replica" not in searched:
-        keys.append("replica")
+    keys = halving_group(r.sweep, searched)
     named = [a for a in searched if a in pts]
     if "seed" not in named:
         named.append("seed")
@@ -157,7 +164,7 @@ def pivot(r, rows_axis, columns_axis, metric_names):
     row_values = sorted(set(points[rows_axis]), key=sort_key)
     col_values = sorted(set(points[columns_axis]), key=sort_key)
     for metric in metric_names:
-        values = r.scale(r.sweep.metrics[metric]) if is_loss(metric) else r.sweep.metrics[metric]
+        values = r.scale(r.sweep.metrics[metric]) if is_loss(r.sweep, metric) else r.sweep.metrics[metric]
         for okey, (oidx, every) in r.view.conditions(others).items():
             rows = []
             for rv in row_values:
@@ -175,7 +182,7 @@ def pivot(r, rows_axis, columns_axis, metric_names):
                     else:
                         cells.append(_none_left(counts(status[there]), len(there)))
                 rows.append(cells)
-            scale = f" ({r.scale.name})" if is_loss(metric) else ""
+            scale = f" ({r.scale.name})" if is_loss(r.sweep, metric) else ""
             title = f"{metric}{scale}: {rows_axis} x {columns_axis}" + (f"; {label(others, okey)}" if others else "")
             name = "table_" + "_".join([metric] + [f"{a}-{v}" for a, v in zip(others, okey)])
             r.table(_safe(name), title, [f"{rows_axis} \\ {columns_axis}"] + [str(v) for v in col_values], rows,
