@@ -39,6 +39,17 @@ printf 'arch = transformer\nnorm = 1\nembed = linear\nembed_size = 4096\nwidenin
 out=$("$bin" run "$dir/huge.ini" --dry-run --max_point_memory off 2>&1); rc=$?
 [ $rc -eq 2 ] && grep -qF "widening=64, mlp=true): option 'widening' = '64': " <<<"$out" \
   || { echo "FAIL: dry run of a transformer past the size limit: rc $rc: $out"; fail=1; }
+# A value listed twice in a list (as written or as the point holds it), or a zip group's row twice: refused, naming
+# the option and the value, nothing written (it made the same points twice; the report counted them as replicas).
+printf 'd = 3\nsteps = 1\nlayers = 1 2\nlr = 0.001 3e-3 1e-3\n' > "$dir/dup.ini"
+printf 'd = 3\nsteps = 1\nlr = 0.1 0.1 0.2\nbeta1 = 0.9 0.9 0.9\nzip = lr beta1\n' > "$dir/dupzip.ini"
+printf 'd = 3\nsteps = 1\nlr = 0.1 0.1\nbeta1 = 0.9 0.95\nzip = lr beta1\n' > "$dir/zipok.ini"
+out=$("$bin" run "$dir/dup.ini" -o "$dir/dup.h5" 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "dup.ini:4: option 'lr': 'lr = 0.001' is listed twice (values 1 and 3)" <<<"$out" && [ ! -e "$dir/dup.h5" ] && [ ! -e "$dir/dup.h5.points" ] \
+  || { echo "FAIL: a value listed twice: rc $rc: $out"; fail=1; }
+out=$("$bin" run "$dir/dupzip.ini" --dry-run 2>&1); rc=$?
+[ $rc -eq 2 ] && grep -qF "option 'lr' (zipped): 'lr = 0.1, beta1 = 0.9' is listed twice" <<<"$out" || { echo "FAIL: a zip row twice: rc $rc: $out"; fail=1; }
+"$bin" run "$dir/zipok.ini" --dry-run >/dev/null 2>&1 || { echo "FAIL: a zip group repeating one option's value with distinct rows was refused"; fail=1; }
 # A memory limit of 0 is no limit inside; written by a user it is refused (it meant "off" or a typo), nothing written.
 printf 'd = 5\nsteps = 1\n' > "$dir/m0.ini"
 out=$("$bin" run "$dir/m0.ini" -o "$dir/m0.h5" --max_point_memory 0 2>&1); rc=$?

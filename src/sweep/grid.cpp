@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -141,6 +142,35 @@ bool only_multiplies(const std::string& option) {
 
 namespace {
 
+// Every value of an axis once, compared as the point holds it (0.001 and 1e-3 are one value; a zip group's
+// values as a row): a value listed twice made two grid positions of the same points, and with seeds = replica
+// identical rows, which the report counted as twice the replicas.  More seeds are `repeats`.
+bool distinct_values(const Spec& spec, const std::vector<Axis>& axes, std::vector<std::string>* errors) {
+  for (const Axis& a : axes) {
+    std::map<std::string, size_t> seen;   // canonical row -> its first position
+    for (size_t k = 0; k < a.values.size(); ++k) {
+      Point p;
+      std::string row;
+      for (size_t j = 0; j < a.options.size(); ++j) {
+        point_set(p, a.options[j], a.values[k][j]);
+        row += (j ? ", " : "") + a.options[j] + " = " + find_option(a.options[j])->get(p);
+      }
+      const auto [at, fresh] = seen.emplace(row, k);
+      if (fresh) continue;
+      const std::string where = [&] {
+        for (const SpecEntry& e : spec.entries)
+          if (e.option == a.options[0]) return e.where + ": ";
+        return std::string();
+      }();
+      errors->push_back(where + "option '" + a.options[0] + "'" + (a.options.size() > 1 ? " (zipped)" : "") + ": '" + row +
+                        "' is listed twice (values " + std::to_string(at->second + 1) + " and " + std::to_string(k + 1) +
+                        "): each value once; more seeds of a point are `repeats`");
+      break;
+    }
+  }
+  return errors->empty();
+}
+
 // Checks every value on its own and builds the axes (zip groups where their first option appears).
 bool build_axes(const Spec& spec, std::vector<Axis>* out, std::vector<std::string>* errors) {
   auto entry = [&](const std::string& name) -> const SpecEntry* {
@@ -207,7 +237,7 @@ bool build_axes(const Spec& spec, std::vector<Axis>* out, std::vector<std::strin
     for (const std::string& v : e.values) a.values.push_back({v});
     out->push_back(a);
   }
-  return true;
+  return distinct_values(spec, *out, errors);
 }
 
 // The number of points, or an error when it exceeds kMaxPoints (the product is formed in long double:

@@ -4,7 +4,7 @@ against the context length."""
 import numpy as np
 
 from . import plot
-from .groups import label, stats
+from .groups import label, robust, stats
 
 MAX_PANELS = 9
 
@@ -46,8 +46,8 @@ def task_diversity(r):
         best = np.inf
         for i, (metric, name) in enumerate((("loss_tf", "trained, fresh tasks"), ("pool_loss_tf", "trained, pool tasks"))):
             mean = np.array(series(metric), dtype=float)
-            se = [np.nanstd(r.scale(r.sweep.metrics[metric][idx[M == m]]), ddof=1) / np.sqrt((M == m).sum())
-                  if (M == m).sum() > 1 and metric in r.sweep.metrics else np.nan for m in xs]
+            se = [robust(r.scale(r.sweep.metrics[metric][idx[M == m]]))["se"] if metric in r.sweep.metrics else np.nan
+                  for m in xs]   # over the finite values (it divided by every point's count, NaN included)
             se = np.array(se, dtype=float)
             best = min(best, np.nanmin(mean, initial=np.inf))
             ax.errorbar(x_plot, mean, yerr=se if np.isfinite(se).any() else None, label=name, capsize=2,
