@@ -34,6 +34,10 @@ class View:
         self.every = sweep.points["status"] != "damaged"
         self.axes = _independent([a for a in sweep.varied() if a not in self.best], sweep.points, self.every)
 
+    def kept(self):
+        """What the view keeps of a successive-halving sweep, in words."""
+        return "each group's winner (halving.csv)" if self.halving else "the survivors, as --best chose among them"
+
     def grid_axes(self, exclude=()):
         return [a for a in self.sweep.varied() if a not in exclude and a not in self.best]
 

@@ -22,13 +22,19 @@ def _table(t):
             f"<div class='cap'>{html.escape(t['caption'])} CSV: <a href='{t['csv']}'>{t['csv']}</a></div>")
 
 
+def _best_of(view):
+    if view.halving:
+        return "successive halving's winners (searched: " + ", ".join(view.halving) + ")"
+    return ", ".join(view.best) or "-"
+
+
 def write(r):
     a = r.sweep.attrs
     facts = [("file", r.sweep.path), ("sweep state", a.get("sweep_state", "-")),
              ("points", f"{r.sweep.size} ({int(r.sweep.ok().sum())} ok)"),
              ("varied", ", ".join(r.view.axes) or "nothing (replicas only)"),
              ("folded", ", ".join(f"{b} (follows {a})" for b, a in r.view.dependents().items()) or "-"),
-             ("best of", ("successive halving's winners (searched: " + ", ".join(r.view.halving) + ")") if r.view.halving else ", ".join(r.view.best) or "-"), ("losses shown as", r.scale.note),
+             ("best of", _best_of(r.view)), ("losses shown as", r.scale.note),
              ("stored loss convention", a.get("loss_convention", "")),
              ("normalisation", a.get("normalisation_convention", "")),
              ("software", f"{a.get('software_version', '')} ({a.get('git_revision', '')}), {a.get('build_flags', '')}, {a.get('libm', 'libm not recorded')}"),
@@ -42,7 +48,7 @@ def write(r):
                                  for k, v in facts) + "</table>"]
     if r.pruned:
         parts.append(f"<p>{r.pruned} point(s) pruned by successive halving (their curves up to the rung are in the file); "
-                     "the tables and figures use the survivors.</p>")
+                     f"the tables and figures use {r.view.kept()}.</p>")
     if r.failures:
         parts.append("<h2>Points that did not finish or were not analysed</h2><pre>" + html.escape("\n".join(r.failures)) + "</pre>")
     parts.append("<h2 id='tables'>Tables</h2><p>Every point: <a href='points.csv'>points.csv</a>.</p>")

@@ -38,7 +38,7 @@ class Report:
         self.failures = [f"point {i}: {status[i]}: {sweep.points['message'][i]}" if status[i] != "ok" else
                          f"point {i}: trained, analysis failed: {sweep.points['analysis_message'][i]}"
                          for i in range(sweep.size) if status[i] not in ("ok", "pruned") or (status[i] == "ok" and analysis_failed[i])]
-        # Successive halving: pruned points stopped at a rung by design; the tables and --best use the survivors.
+        # Successive halving: pruned points stopped at a rung by design; the tables use the view's (View.kept).
         self.pruned = int(np.sum(status == "pruned"))
         # Successive halving: the searched axes (the spec's `search`), else empty.
         found = re.search(r"^search = (.*)$", str(sweep.attrs.get("spec", "")), re.M)
@@ -147,7 +147,7 @@ def main(argv=None):
         for t in r.tables:
             print(f"\n{t['title']}\n{tables.text_table(t['header'], t['rows'])}")
         if r.pruned:
-            print(f"\n{r.pruned} point(s) pruned by successive halving (curves up to their rung kept); tables use the survivors")
+            print(f"\n{r.pruned} point(s) pruned by successive halving (curves up to their rung kept); tables use {view.kept()}")
         if r.failures:
             print(f"\n{len(r.failures)} point(s) did not finish or were not analysed:\n  " + "\n  ".join(r.failures[:20]))
     print(f"\nicl-report: {len(r.figures)} figures, {len(r.tables)} tables, points.csv in {outdir}; "
