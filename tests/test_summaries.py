@@ -329,8 +329,9 @@ class HalvingWinnersAndCounts(unittest.TestCase):
     """The summary of a successive-halving file is each group's winner, as halving.csv names it, whatever the
     order of `search` (the searched axes were resolved one at a time by their mean loss: 0.15 or 0.10 by the
     order); with the replica not searched, each replica's winner (C++ halves them apart; the rates' mean loss
-    pooled them and kept one).  A point trained but not analysed is counted, and each metric has its n.  --half
-    halves every loss its convention names (pool_loss_* was left as stored beside halved losses)."""
+    pooled them and kept one).  A point trained but not analysed is counted, and each metric has its n; pending
+    points are counted; --best names the value it kept.  --half halves every loss its convention names
+    (pool_loss_* was left as stored beside halved losses)."""
 
     @classmethod
     def setUpClass(cls):
@@ -373,6 +374,25 @@ class HalvingWinnersAndCounts(unittest.TestCase):
         self.assertEqual((rows["1"]["n"], rows["1"]["n_analysis_failed"], rows["1"]["test_loss n"], rows["1"]["loss_gd n"]),
                          ("4", "1", "4", "3"))
         self.assertEqual(rows["2"]["n_analysis_failed"], "0")
+
+    def test_pending_points_counted(self):
+        analysed_sweep(os.path.join(self.tmp.name, "pending.h5"))
+        with h5py.File(os.path.join(self.tmp.name, "pending.h5"), "r+") as f:
+            status = [v.decode() for v in f["points/status"][:]]
+            status[5] = "pending"
+            del f["points/status"]
+            f["points/status"] = _text(status)
+            f["metrics/test_loss"][5] = np.nan
+        rows = {r["layers"]: r for r in self.report("pending")}
+        self.assertEqual((rows["2"]["n"], rows["2"]["n_pending"], rows["1"]["n_pending"]), ("3", "1", "0"))
+
+    def test_best_names_the_value_it_kept(self):
+        truth = grid_sweep(os.path.join(self.tmp.name, "best.h5"))
+        rows = {r["layers"]: r for r in self.report("best", ["--best", "lr"])}
+        for layers in LAYERS:
+            means = {lr: np.nanmean(np.where(np.array(st) == "ok", lo, np.nan)) for lr, (st, lo) in
+                     ((lr, truth[(layers, lr)]) for lr in RATES) if (np.array(st) == "ok").any()}
+            self.assertEqual(float(rows[str(layers)]["best lr"]), min(means, key=means.get), layers)
 
     def test_half_halves_every_loss_by_its_convention(self):
         analysed_sweep(os.path.join(self.tmp.name, "halved.h5"))

@@ -177,10 +177,10 @@ FAILED = ("failed", "damaged", "cancelled")
 
 
 def counts(status):
-    """{'n_diverged', 'n_failed', 'n_pruned'} of an array of point statuses."""
+    """{'n_diverged', 'n_failed', 'n_pruned', 'n_pending'} of an array of point statuses."""
     status = np.asarray(status)
     return {"n_diverged": int(np.sum(status == "diverged")), "n_failed": int(np.isin(status, FAILED).sum()),
-            "n_pruned": int(np.sum(status == "pruned"))}
+            "n_pruned": int(np.sum(status == "pruned")), "n_pending": int(np.sum(status == "pending"))}
 
 
 def robust(values):

@@ -51,21 +51,25 @@ def condition_rows(r):
 
 def summary(r):
     """Per condition (the varied options): n (the points in the statistics: ok, and with --best the kept
-    ones), n_diverged, n_failed, n_pruned (over every point of the condition, every --best candidate
-    included), n_analysis_failed (of the n: trained, but their analysis failed, so the analysis metrics have
-    fewer values), then per metric n, mean, s.e., s.d., median and IQR of its finite values (empty: NaN)."""
+    ones), n_diverged, n_failed, n_pruned, n_pending (over every point of the condition, every --best candidate
+    included; pending: a running or incomplete sweep's), n_analysis_failed (of the n: trained, but their
+    analysis failed, so the analysis metrics have fewer values), with --best the value each option kept, then
+    per metric n, mean, s.e., s.d., median and IQR of its finite values (empty: NaN)."""
     axes = r.view.axes
     metrics = r.sweep.metrics
     status = r.sweep.points["status"]
     analysis_failed = r.sweep.analysis_failed()
+    kept = [a for a in r.view.best if not r.view.halving and a in r.sweep.points]   # --best: which value won
     conditions = condition_rows(r)
-    header = axes + ["n", "n_diverged", "n_failed", "n_pruned", "n_analysis_failed"]
+    header = axes + ["n", "n_diverged", "n_failed", "n_pruned", "n_pending", "n_analysis_failed"] + [f"best {a}" for a in kept]
     for name in metrics:
         header += [f"{name} {s}" for s in STATS]
     rows = []
     for key, used, every in conditions:
         c = counts(status[every])
-        row = [str(v) for v in key] + [len(used), c["n_diverged"], c["n_failed"], c["n_pruned"], int(analysis_failed[used].sum())]
+        row = [str(v) for v in key] + [len(used), c["n_diverged"], c["n_failed"], c["n_pruned"], c["n_pending"],
+                                       int(analysis_failed[used].sum())]
+        row += [_kept_values(r, a, used) for a in kept]
         for name, values in metrics.items():
             st = robust(r.scale(values[used]) if is_loss(r.sweep, name) else values[used])
             row += [_fmt(st[s]) for s in STATS]
@@ -74,13 +78,17 @@ def summary(r):
     shown = [m for m in SUMMARY_METRICS if m in metrics]
     halving = r.pruned > 0
     any_analysis_failed = bool(analysis_failed[r.view.mask].any())
-    short = [axes + ["n", "diverged", "failed"] + (["pruned"] if halving else []) + (["analysis failed"] if any_analysis_failed else [])
+    any_pending = bool((status[r.view.selected] == "pending").any())
+    short = [axes + ["n", "diverged", "failed"] + (["pruned"] if halving else []) + (["pending"] if any_pending else [])
+             + (["analysis failed"] if any_analysis_failed else []) + [f"best {a}" for a in kept]
              + [f"test_loss ({r.scale.name}) mean +- s.e.", "median [IQR]"] + [f"{m} ({r.scale.name})" for m in shown]]
     for key, used, every in conditions:
         c = counts(status[every])
         row = [str(v) for v in key] + [str(len(used)), str(c["n_diverged"]), str(c["n_failed"])]
         row += [str(c["n_pruned"])] if halving else []
+        row += [str(c["n_pending"])] if any_pending else []
         row += [str(int(analysis_failed[used].sum()))] if any_analysis_failed else []
+        row += [_kept_values(r, a, used) for a in kept]
         st = robust(r.scale(metrics["test_loss"][used]))
         if st["n"]:
             row += [_mean_se(st), f"{st['median']:.4g} [{st['iqr']:.2g}]"]
@@ -91,7 +99,8 @@ def summary(r):
     r.table("summary", "Every condition: test loss (mean +- standard error, median [inter-quartile range] over "
             "replicas) beside GD, GD++ and Bayes (mean +- s.e.)", short[0], short[1:],
             "n: the points in the statistics (finished; with --best the kept ones; with successive halving each "
-            "group's winner); diverged, failed: among every point of the condition; analysis failed: of the n, "
+            "group's winner); diverged, failed, pending: among every point of the condition; best: the value --best "
+            "kept; analysis failed: of the n, "
             "trained but not analysed (GD, GD++, Bayes have fewer values). All metrics with their n, s.e., s.d., "
             "median and IQR: summary.csv. "
             f"{r.scale.note}", csv_name="summary.csv")
@@ -102,6 +111,11 @@ def _mean_se(st):
     if not st["n"]:
         return ""
     return f"{st['mean']:.4g}" + (f" +- {st['se']:.2g}" if st["n"] > 1 else "")
+
+
+def _kept_values(r, option, used):
+    """The values of `option` among a condition's points in the statistics (with --best: the one it kept)."""
+    return " ".join(str(v) for v in sorted(set(r.sweep.points[option][used].tolist())))
 
 
 def _none_left(c, total):
@@ -116,6 +130,8 @@ def _none_left(c, total):
         return "all failed"
     if c["n_diverged"] + c["n_failed"] == total:
         return "all diverged or failed"
+    if c["n_pending"] == total:
+        return "all pending"
     return "none finished"
 
 
