@@ -44,20 +44,23 @@ kill_job() {
 # and the processes of the job's session found and left (kill_job: a check fails unless none is left).
 # $while_running, if set, is run (eval) in round 2 before the kill: it must not assign this function's
 # variables (out, spec, pid...).  With $after_a_record set, the delay starts
-# once the round has stored a point's record (status polled every 0.02 s, up to 20 s): a fast sweep is killed
+# once the round has stored a point's record (the logs polled every 0.02 s, up to 20 s): a fast sweep is killed
 # mid-run.  (Polling for any bytes in the logs, a halving sweep's rung checkpoints started it before any point
-# was stored, and the next round then finished the sweep: no kill landed mid-run.)
+# was stored, and the next round then finished the sweep; polling `status` instead, which takes a while under
+# CI's load, started it too late.)
 logged_bytes() { cat "$1".points/*.log 2>/dev/null | wc -c; }
+# A point record's frame holds the format's magic (kMagic, src/io/point_log.cpp); a rung checkpoint's does not.
+point_records() { cat "$1".points/*.log 2>/dev/null | grep -ao ICLPT003 | wc -l; }
 records_of() { "$bin" status "$1" 2>/dev/null | awk '/^records/ {n = $2} END {print n + 0}'; }
 kill_rounds() {
-  local spec=$1 out=$2 total=$3 lo=$4 span=$5 round pid stored at_start just_before at_kill later
+  local spec=$1 out=$2 total=$3 lo=$4 span=$5 round pid stored before at_start just_before at_kill later
   interrupted=0
   for round in 1 2 3; do
-    at_start=$(records_of "$out")
+    before=$(point_records "$out") at_start=$(records_of "$out")
     setsid mpiexec --oversubscribe -n 2 "$bin" run "$spec" -o "$out" --resume --quiet > "$out.kill$round.log" 2>&1 &
     pid=$!
     if [ -n "${after_a_record:-}" ]; then
-      for _ in $(seq 1000); do [ "$(records_of "$out")" -gt "$at_start" ] && break; sleep 0.02; done
+      for _ in $(seq 1000); do [ "$(point_records "$out")" -gt "$before" ] && break; sleep 0.02; done
     fi
     sleep "$(awk -v s=$RANDOM -v lo="$lo" -v span="$span" 'BEGIN {srand(s); printf "%.2f", lo + span * rand()}')"
     [ $round -eq 2 ] && [ -n "${while_running:-}" ] && eval "$while_running"
